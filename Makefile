@@ -1,0 +1,60 @@
+# The commands people type; CMake does the building (see README.md).
+JOBS    ?= $(shell nproc)
+GEN     := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+REL     := build/release
+ASAN    := build/asan
+FUZZB   := build/fuzz
+FUZZ_SECONDS ?= 60
+CTEST   := ctest --output-on-failure -j $(JOBS)
+
+.PHONY: all deps release asan fuzz-build run test test-release test-asan bench fuzz install format format-check clean
+
+all: release
+
+deps:
+	@scripts/deps.sh
+
+release: deps
+	@cmake -S . -B $(REL) $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(REL) -j $(JOBS)
+
+asan: deps
+	@cmake -S . -B $(ASAN) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_SANITIZE=ON -DRXP_BENCH=OFF >/dev/null
+	@cmake --build $(ASAN) -j $(JOBS)
+
+fuzz-build: deps
+	@CC=clang cmake -S . -B $(FUZZB) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_FUZZ=ON -DRXP_BENCH=OFF >/dev/null
+	@cmake --build $(FUZZB) -j $(JOBS)
+
+# The main job (see README): until the pipeline lands, the pool benchmark.
+run: release
+	@$(REL)/rxpath run $(ARGS)
+
+test-release: release
+	@echo "== release build: all tests"
+	@cd $(REL) && $(CTEST)
+
+test-asan: asan fuzz-build
+	@echo "== ASan+UBSan build: all tests, then a short fuzz pass"
+	@cd $(ASAN) && $(CTEST) -E '^netns/'
+	@cd $(FUZZB) && RXP_FUZZ_SECONDS=$${RXP_FUZZ_SECONDS:-15} $(CTEST) -R '^fuzz/'
+
+test: test-release test-asan
+
+bench: release
+	@$(REL)/rxpath bench $(ARGS)
+
+fuzz: fuzz-build
+	@cd $(FUZZB) && RXP_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -R '^fuzz/'
+
+install: release
+	@cmake --install $(REL)
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	@rm -rf build

@@ -1,0 +1,168 @@
+/* Shared benchmark plumbing (see benchlib.h). */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "benchlib.h"
+
+void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
+		 const char *description)
+{
+	static const struct option lo[] = {
+		{ "runs", required_argument, 0, 'r' },   { "quick", no_argument, 0, 'q' },
+		{ "outdir", required_argument, 0, 'o' }, { "threads", required_argument, 0, 't' },
+		{ "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
+	};
+	int c;
+
+	o->runs = 7;
+	o->quick = 0;
+	o->outdir = NULL;
+	o->threads_max = 0;
+	while ((c = getopt_long(argc, argv, "r:qo:t:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			o->runs = atoi(optarg);
+			if (o->runs < 5) {
+				fprintf(stderr, "%s: --runs must be at least 5\n", name);
+				exit(2);
+			}
+			break;
+		case 'q':
+			o->quick = 1;
+			break;
+		case 'o':
+			o->outdir = optarg;
+			break;
+		case 't':
+			o->threads_max = atoi(optarg);
+			break;
+		case 'h':
+			printf("usage: rxpath bench %s [--runs N] [--quick] [--outdir DIR] "
+			       "[--threads N]\n\n%s\n\n"
+			       "  --runs N     repetitions per variant, median reported (default 7, min 5)\n"
+			       "  --quick      fewer iterations per run\n"
+			       "  --outdir DIR write DIR/%s.csv (and plots)\n"
+			       "  --threads N  most threads for scaling rows (default: online CPUs)\n",
+			       name, description, name);
+			exit(0);
+		default:
+			exit(2);
+		}
+	}
+	if (!o->threads_max)
+		o->threads_max = (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double bench_tsc_ghz(void)
+{
+	static double ghz;
+
+	if (!ghz) {
+		uint64_t t0 = bench_now_ns(), c0 = bench_cycles();
+
+		while (bench_now_ns() - t0 < 50000000)
+			;
+		ghz = (double)(bench_cycles() - c0) / (double)(bench_now_ns() - t0);
+	}
+	return ghz;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmpd);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct bench_row *bench_add(struct bench_table *t, const char *group, const char *variant,
+			    const char *unit, double median, int lower_is_better,
+			    const char *baseline_variant)
+{
+	struct bench_row *r;
+
+	if (t->n >= (int)(sizeof(t->rows) / sizeof(t->rows[0])))
+		return NULL;
+	r = &t->rows[t->n++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->group, sizeof(r->group), "%s", group);
+	snprintf(r->variant, sizeof(r->variant), "%s", variant);
+	snprintf(r->unit, sizeof(r->unit), "%s", unit);
+	r->median = median;
+	r->lower_is_better = lower_is_better;
+	if (baseline_variant)
+		for (int i = 0; i < t->n - 1; i++)
+			if (!strcmp(t->rows[i].group, group) &&
+			    !strcmp(t->rows[i].variant, baseline_variant))
+				r->baseline = t->rows[i].median;
+	return r;
+}
+
+void bench_report(struct bench_table *t, const struct bench_opts *o)
+{
+	FILE *csv = NULL;
+
+	if (o->outdir) {
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/%s.csv", o->outdir, t->name);
+		csv = fopen(path, "w");
+		if (csv)
+			fprintf(csv, "group,variant,median,unit,ratio_to_baseline\n");
+	}
+	printf("%-34s %-36s %12s %-8s %s\n", "group", "variant", "median", "unit",
+	       "vs baseline");
+	for (int i = 0; i < t->n; i++) {
+		struct bench_row *r = &t->rows[i];
+		char ratio[48] = "-";
+
+		if (r->baseline > 0) {
+			double x = r->median / r->baseline;
+
+			/* Always say how many times better (>1) or worse (<1). */
+			snprintf(ratio, sizeof(ratio), "%.2fx %s", r->lower_is_better ? 1 / x : x,
+				 "");
+		}
+		printf("%-34s %-36s %12.2f %-8s %s\n", r->group, r->variant, r->median, r->unit,
+		       ratio);
+		if (csv)
+			fprintf(csv, "%s,%s,%.4f,%s,%.4f\n", r->group, r->variant, r->median,
+				r->unit,
+				r->baseline > 0 ? (r->lower_is_better ? r->baseline / r->median
+								      : r->median / r->baseline)
+						: 0.0);
+	}
+	printf("(ratio: how many times better than the group's baseline; >1 is better)\n");
+	if (csv)
+		fclose(csv);
+	fflush(stdout);
+}
+
+void bench_pin(int cpu)
+{
+	cpu_set_t set;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu % (n > 0 ? n : 1), &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}

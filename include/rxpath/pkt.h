@@ -1,0 +1,257 @@
+/*
+ * struct rxp_pkt: rxpath's sk_buff.
+ *
+ * Metadata (this struct, from a pool) is separate from data. The linear part
+ * lives in a head buffer, an rxp_page: head <= data <= tail <= end, with
+ * headroom before data (default 128 bytes) and tailroom after tail. Beyond the
+ * linear part a packet may hold up to RXP_MAX_FRAGS page fragments and a
+ * frag_list chain of further packets, in that order:
+ *
+ *   bytes = linear [data, tail) ++ frags[0..nr_frags) ++ frag_list ...
+ *
+ *   len      = all bytes;  data_len = bytes outside the linear part
+ *   truesize = memory charged to this packet (metadata, head buffer, frags,
+ *              frag_list members); reassembly memory caps use it.
+ *
+ * Ownership (DESIGN.md rule 1): a function that takes a packet either
+ * consumes it on every path or does not take it at all; its comment says
+ * "consumes pkt". Packets leave through rxp_pkt_consume() (normal end of
+ * life) or rxp_pkt_drop() (counted by reason). Clones share the head buffer
+ * (refcounted); a cloned packet's head must not be written until
+ * rxp_pkt_unshare().
+ *
+ * A packet is freed to the pool of the thread that allocated it: on that
+ * thread into its cache, elsewhere through the owner's deferred list, and
+ * only after its head, page and frag_list references are released.
+ */
+#ifndef RXPATH_PKT_H
+#define RXPATH_PKT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rxpath/drop.h"
+#include "rxpath/page.h"
+#include "rxpath/pool.h"
+
+#define RXP_MAX_FRAGS 17
+#define RXP_PKT_CB_SIZE 48
+#define RXP_HEADROOM_DEFAULT 128
+
+struct rxp_pktpool;
+
+struct rxp_frag {
+	struct rxp_page *page; /* one reference held by the packet */
+	uint32_t off;          /* from page->addr */
+	uint32_t size;
+};
+
+enum {
+	RXP_PKT_F_CLONED = 1 << 0, /* head shared with a clone: copy before writing */
+};
+
+struct rxp_pkt {
+	/* First cache line: what the hot path reads. */
+	struct rxp_pkt *next; /* for the owning layer's queues */
+	uint8_t *data;
+	uint8_t *tail;
+	uint32_t len;
+	uint32_t data_len;
+	uint8_t nr_frags;
+	uint8_t flags;
+	uint16_t owner;         /* thread id that allocated the metadata */
+	uint16_t network_off;   /* from head; 0xffff = unset */
+	uint16_t transport_off; /* from head; 0xffff = unset */
+	uint32_t hash;          /* RSS / steering hash */
+	uint16_t queue;         /* receive queue */
+	uint16_t protocol;      /* ethertype, host order; 0 if unknown */
+	uint32_t truesize;
+	uint64_t tstamp_ns;     /* receive time (wire time for pcap input) */
+	/* Second line. */
+	uint8_t *head;
+	uint8_t *end;
+	struct rxp_page *head_page; /* one reference held by the packet */
+	struct rxp_pktpool *pool;
+	struct rxp_pkt *frag_list;
+	struct rxp_pkt *frag_tail;
+	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE]; /* the owning layer's scratch */
+	struct rxp_frag frags[RXP_MAX_FRAGS];
+};
+
+struct rxp_pktpool_config {
+	const char *name;
+	unsigned n_pkts;      /* metadata objects (default 4096) */
+	unsigned n_bufs;      /* small head buffers (default n_pkts) */
+	unsigned buf_size;    /* bytes per small head buffer (default 2048) */
+	unsigned n_large;     /* large head buffers (default 16) */
+	unsigned large_size;  /* bytes per large buffer (default 65536 + 2*headroom) */
+	unsigned headroom;    /* reserved by rxp_pkt_alloc (default 128) */
+	unsigned cache_size;  /* per-thread cache of each pool (0: default 256) */
+	unsigned defer_max;   /* deferred-list cap (0: default 128) */
+};
+
+struct rxp_pktpool_stats {
+	struct rxp_pool_stats pkts, bufs, large;
+	uint64_t drops[RXP_DROP_MAX]; /* by reason, all threads */
+	uint64_t consumed;            /* rxp_pkt_consume() calls */
+};
+
+struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg);
+/* Returns packets + buffers still outstanding (0 means nothing leaked). */
+size_t rxp_pktpool_destroy(struct rxp_pktpool *pp);
+void rxp_pktpool_get_stats(const struct rxp_pktpool *pp, struct rxp_pktpool_stats *st);
+uint64_t rxp_pktpool_pkts_outstanding(const struct rxp_pktpool *pp);
+uint64_t rxp_pktpool_bufs_outstanding(const struct rxp_pktpool *pp);
+/* Drain this thread's deferred frees in all of the pool's object pools. */
+unsigned rxp_pktpool_drain_deferred(struct rxp_pktpool *pp);
+void rxp_pktpool_flush_cache(struct rxp_pktpool *pp);
+size_t rxp_pktpool_leak_report(const struct rxp_pktpool *pp, FILE *out);
+unsigned rxp_pktpool_headroom(const struct rxp_pktpool *pp);
+/* Count drops of frames that never became a packet (e.g. rx_no_buffer). */
+void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n);
+/* The metadata size charged to truesize per packet. */
+#define RXP_PKT_META_TRUESIZE ((uint32_t)sizeof(struct rxp_pkt))
+
+/* A packet with an empty linear part that can hold at least size bytes after
+ * the default headroom; NULL (counted alloc_fail) when the pool is empty or
+ * size exceeds the largest buffer class. */
+struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size,
+				 const char *file, int line);
+#define rxp_pkt_alloc(pp, size) rxp_pkt_alloc_at((pp), (size), __FILE__, __LINE__)
+
+/* Build a packet around an existing buffer (what a driver does with a
+ * received buffer): the head is [page->addr + buf_off, + buf_size), data at
+ * data_off within it, len bytes. Consumes one reference on page, also on
+ * failure (NULL when no metadata is left). */
+struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page,
+			      uint32_t buf_off, uint32_t buf_size,
+			      uint32_t data_off, uint32_t len);
+
+/* End of life, not a drop (delivered, merged). Consumes pkt. NULL is a no-op. */
+void rxp_pkt_consume(struct rxp_pkt *pkt);
+/* Discard and count the reason. Consumes pkt. NULL is a no-op. */
+void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason);
+
+static inline uint32_t rxp_pkt_headlen(const struct rxp_pkt *p)
+{
+	return (uint32_t)(p->tail - p->data);
+}
+static inline uint32_t rxp_pkt_headroom(const struct rxp_pkt *p)
+{
+	return (uint32_t)(p->data - p->head);
+}
+static inline uint32_t rxp_pkt_tailroom(const struct rxp_pkt *p)
+{
+	/* Only a linear packet can grow its tail. */
+	return p->data_len ? 0 : (uint32_t)(p->end - p->tail);
+}
+static inline bool rxp_pkt_is_linear(const struct rxp_pkt *p)
+{
+	return p->data_len == 0;
+}
+static inline bool rxp_pkt_cloned(const struct rxp_pkt *p)
+{
+	return p->flags & RXP_PKT_F_CLONED;
+}
+
+/* Empty packet only: move data and tail len bytes on. */
+void rxp_pkt_reserve(struct rxp_pkt *pkt, uint32_t len);
+/* Add len bytes at the tail of a linear packet; NULL without tailroom. */
+uint8_t *rxp_pkt_put(struct rxp_pkt *pkt, uint32_t len);
+/* Prepend len bytes; NULL without headroom. Returns the new data. */
+uint8_t *rxp_pkt_push(struct rxp_pkt *pkt, uint32_t len);
+/* Remove len bytes from the front of the linear part; NULL if the linear
+ * part is shorter (see rxp_pkt_may_pull). Returns the new data. */
+uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len);
+/* Make the first len bytes linear, copying from frags/frag_list into
+ * tailroom (the head is reallocated if needed). false if len > pkt->len or
+ * no memory. */
+bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len);
+/* Cut the packet to len bytes (len <= pkt->len), releasing trailing frags
+ * and frag_list members. -EINVAL if len > pkt->len. */
+int rxp_pkt_trim(struct rxp_pkt *pkt, uint32_t len);
+/* Make all data linear (reallocating the head from a larger class if
+ * needed). 0, or -ENOMEM with the packet unchanged. */
+int rxp_pkt_linearize(struct rxp_pkt *pkt);
+/* Copy len bytes from offset off, across linear, frags and frag_list.
+ * 0, or -EINVAL if the range is out of bounds. */
+int rxp_pkt_copy_bits(const struct rxp_pkt *pkt, uint32_t off, void *to, uint32_t len);
+/* Pointer to len bytes at off: into the packet if contiguous there, else
+ * copied into buf. NULL if out of bounds. */
+const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off,
+				   uint32_t len, void *buf);
+
+/* A new packet sharing pkt's data (head and page references taken, frag_list
+ * members cloned). Both are marked cloned. NULL when out of metadata. */
+struct rxp_pkt *rxp_pkt_clone(struct rxp_pkt *pkt);
+/* A private, linear copy of all of pkt's bytes, same headroom. NULL on
+ * failure. Does not consume pkt. */
+struct rxp_pkt *rxp_pkt_copy(const struct rxp_pkt *pkt);
+/* Returns a packet whose head may be written: pkt itself if not cloned,
+ * else a private copy (pkt consumed). NULL if the copy failed, in which case
+ * pkt was dropped (RXP_DROP_UNSHARE_FAIL). Consumes pkt. */
+struct rxp_pkt *rxp_pkt_unshare(struct rxp_pkt *pkt);
+
+/* Attach a page fragment at the end (the packet must have no frag_list).
+ * Takes over one reference on page; on -E2BIG (already RXP_MAX_FRAGS) or
+ * -EINVAL (empty fragment, out of the page, after a frag_list) the
+ * reference stays with the caller. truesize is what the
+ * fragment's buffer costs in memory. */
+int rxp_pkt_add_frag(struct rxp_pkt *pkt, struct rxp_page *page, uint32_t off,
+		     uint32_t size, uint32_t truesize);
+
+enum rxp_coalesce {
+	RXP_COALESCE_COPIED,  /* from's bytes copied into to's tailroom */
+	RXP_COALESCE_STOLEN,  /* from's head and frags became to's frags */
+	RXP_COALESCE_CHAINED, /* from appended to to's frag_list */
+};
+/* Append from's bytes to to without copying where possible: a small linear
+ * part is copied into tailroom, otherwise from's head and page frags become
+ * frags of to (references move, no byte copied); when neither fits, from is
+ * chained on to's frag_list (and later packets coalesce into that member).
+ * Consumes from on every path; the result only says how. to must not be
+ * cloned (unshare it first). */
+enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from);
+/* Append from to to's frag_list as is, keeping its boundaries (forwarding).
+ * Consumes from. */
+void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from);
+
+/* A simple FIFO of packets linked through pkt->next. */
+struct rxp_pkt_queue {
+	struct rxp_pkt *head, *tail;
+	uint32_t len;
+};
+static inline void rxp_pkt_queue_init(struct rxp_pkt_queue *q)
+{
+	q->head = q->tail = NULL;
+	q->len = 0;
+}
+/* Consumes pkt (the queue owns it). */
+static inline void rxp_pkt_enqueue(struct rxp_pkt_queue *q, struct rxp_pkt *pkt)
+{
+	pkt->next = NULL;
+	if (q->tail)
+		q->tail->next = pkt;
+	else
+		q->head = pkt;
+	q->tail = pkt;
+	q->len++;
+}
+static inline struct rxp_pkt *rxp_pkt_dequeue(struct rxp_pkt_queue *q)
+{
+	struct rxp_pkt *p = q->head;
+
+	if (p) {
+		q->head = p->next;
+		if (!q->head)
+			q->tail = NULL;
+		p->next = NULL;
+		q->len--;
+	}
+	return p;
+}
+/* Drop everything queued with one reason. */
+void rxp_pkt_queue_purge(struct rxp_pkt_queue *q, enum rxp_drop_reason reason);
+
+#endif

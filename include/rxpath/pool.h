@@ -1,0 +1,103 @@
+/*
+ * rxp_pool: fixed-size objects carved from one allocation.
+ *
+ * A shared lock-free MPMC ring holds the free objects; each thread has a LIFO
+ * cache in front of it (default 256), refilled and flushed in batches of half
+ * the cache. Each object remembers the thread that allocated it (its owner):
+ *
+ *   - freed on the owner thread: back into the owner's cache (thread 004);
+ *   - freed on another thread: pushed onto the owner's lock-free deferred
+ *     list, which the owner takes in one batch with rxp_pool_drain_deferred()
+ *     from its poll loop; once that list holds defer_max objects (default
+ *     128, like skb_defer_max) the freeing thread puts them on the shared ring
+ *     itself, so a stalled owner cannot pin memory without bound.
+ *
+ * Exhaustion returns NULL and counts alloc_fail; nothing blocks. Every object
+ * is counted while outstanding, and rxp_pool_destroy() reports leaks (in
+ * RXP_DEBUG builds with the file:line that allocated each one).
+ *
+ * Thread ids: every thread that touches a pool gets a small id on first use
+ * (rxp_thread_id()); at most RXP_MAX_THREADS threads live at once, and ids of
+ * exited threads are reused.
+ */
+#ifndef RXPATH_POOL_H
+#define RXPATH_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RXP_MAX_THREADS 64
+#define RXP_POOL_CACHE_DEFAULT 256
+#define RXP_POOL_CACHE_MAX 1024
+#define RXP_POOL_DEFER_MAX_DEFAULT 128
+
+struct rxp_pool;
+
+struct rxp_pool_config {
+	const char *name;   /* for reports; copied */
+	size_t obj_size;    /* usable bytes per object */
+	unsigned n;         /* number of objects */
+	/* Per-thread cache size: 0 picks RXP_POOL_CACHE_DEFAULT, and
+	 * RXP_POOL_NO_CACHE disables caches (every get/put hits the ring). */
+	unsigned cache_size;
+	/* Deferred-list cap per owner: 0 picks RXP_POOL_DEFER_MAX_DEFAULT. */
+	unsigned defer_max;
+	/* Optional: called once per object at creation (e.g. to lay out a
+	 * header that survives get/put cycles). */
+	void (*obj_init)(void *obj, unsigned idx, void *arg);
+	void *obj_init_arg;
+};
+#define RXP_POOL_NO_CACHE (~0u)
+
+struct rxp_pool_stats {
+	uint64_t alloc;          /* successful gets */
+	uint64_t free;           /* puts, wherever they went */
+	uint64_t alloc_fail;     /* gets that found the pool empty */
+	uint64_t deferred;       /* remote frees queued on an owner's list */
+	uint64_t defer_overflow; /* remote frees past defer_max, sent to the ring */
+	uint64_t drained;        /* deferred objects taken back by their owner */
+	uint64_t outstanding;    /* alloc - free */
+	unsigned n;              /* objects in the pool */
+};
+
+/* NULL with errno set (EINVAL, ENOMEM) on failure. */
+struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg);
+/* Frees the pool; returns the number of objects still outstanding, after
+ * reporting them through the log callback. Call when no thread uses it. */
+size_t rxp_pool_destroy(struct rxp_pool *pool);
+
+void *rxp_pool_get_at(struct rxp_pool *pool, const char *file, int line);
+/* All or nothing: 0, or -ENOMEM with nothing taken. */
+int rxp_pool_get_bulk_at(struct rxp_pool *pool, void **objs, unsigned n,
+			 const char *file, int line);
+#define rxp_pool_get(p) rxp_pool_get_at((p), __FILE__, __LINE__)
+#define rxp_pool_get_bulk(p, o, n) rxp_pool_get_bulk_at((p), (o), (n), __FILE__, __LINE__)
+
+/* Free to the owner's cache, or its deferred list if we are not the owner. */
+void rxp_pool_put(struct rxp_pool *pool, void *obj);
+void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, unsigned n);
+/* Free straight to the shared ring, bypassing caches and deferral (the
+ * baseline the benchmarks compare against). */
+void rxp_pool_put_shared(struct rxp_pool *pool, void *obj);
+
+/* Owner side: take this thread's deferred frees into its cache (or the ring
+ * when the cache is full). Returns how many. Cheap when the list is empty. */
+unsigned rxp_pool_drain_deferred(struct rxp_pool *pool);
+/* Return this thread's cache to the shared ring (e.g. before it exits). */
+void rxp_pool_flush_cache(struct rxp_pool *pool);
+
+void rxp_pool_get_stats(const struct rxp_pool *pool, struct rxp_pool_stats *st);
+uint64_t rxp_pool_outstanding(const struct rxp_pool *pool);
+/* Writes one line per outstanding object (with its allocation site in
+ * RXP_DEBUG builds) to out; returns how many are outstanding. */
+size_t rxp_pool_leak_report(const struct rxp_pool *pool, FILE *out);
+const char *rxp_pool_name(const struct rxp_pool *pool);
+bool rxp_pool_contains(const struct rxp_pool *pool, const void *obj);
+size_t rxp_pool_obj_size(const struct rxp_pool *pool);
+
+/* This thread's small id, assigned on first use; < RXP_MAX_THREADS. */
+unsigned rxp_thread_id(void);
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * Packet formats on the wire, kept apart from protocol logic: Ethernet,
+ * IPv4, IPv6 (with the fragment header), UDP, and the Internet checksum.
+ * All multi-byte fields are in network order; parsers take (pointer,
+ * length) and check every length before reading these.
+ */
+#ifndef RXPATH_WIRE_H
+#define RXPATH_WIRE_H
+
+#include <arpa/inet.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RXP_ETH_HLEN 14
+#define RXP_ETH_P_IP 0x0800
+#define RXP_ETH_P_IPV6 0x86dd
+#define RXP_ETH_P_8021Q 0x8100
+
+struct rxp_ethhdr {
+	uint8_t dst[6];
+	uint8_t src[6];
+	uint16_t proto;
+} __attribute__((packed));
+
+#define RXP_IPV4_HLEN 20
+#define RXP_IP_DF 0x4000
+#define RXP_IP_MF 0x2000
+#define RXP_IP_OFFMASK 0x1fff
+
+struct rxp_iphdr {
+	uint8_t ver_ihl; /* version 4, header length in 32-bit words */
+	uint8_t tos;
+	uint16_t tot_len;
+	uint16_t id;
+	uint16_t frag_off; /* flags DF/MF and offset in 8-byte units */
+	uint8_t ttl;
+	uint8_t protocol;
+	uint16_t check;
+	uint32_t saddr;
+	uint32_t daddr;
+} __attribute__((packed, aligned(2)));
+
+#define RXP_IPV6_HLEN 40
+#define RXP_IPV6_FRAGHDR_LEN 8
+#define RXP_IPPROTO_HOPOPTS 0
+#define RXP_IPPROTO_TCP 6
+#define RXP_IPPROTO_UDP 17
+#define RXP_IPPROTO_ROUTING 43
+#define RXP_IPPROTO_FRAGMENT 44
+#define RXP_IPPROTO_ESP 50
+#define RXP_IPPROTO_AH 51
+#define RXP_IPPROTO_ICMPV6 58
+#define RXP_IPPROTO_NONE 59
+#define RXP_IPPROTO_DSTOPTS 60
+#define RXP_IPPROTO_MH 135
+
+struct rxp_ipv6hdr {
+	uint32_t vtc_flow; /* version 6, traffic class, flow label */
+	uint16_t payload_len;
+	uint8_t nexthdr;
+	uint8_t hop_limit;
+	uint8_t saddr[16];
+	uint8_t daddr[16];
+} __attribute__((packed, aligned(2)));
+
+struct rxp_frag6hdr {
+	uint8_t nexthdr;
+	uint8_t reserved;
+	uint16_t frag_off; /* offset in 8-byte units << 3, M flag in bit 0 */
+	uint32_t id;
+} __attribute__((packed, aligned(2)));
+#define RXP_IP6_MF 0x0001
+#define RXP_IP6_OFFMASK 0xfff8
+
+struct rxp_udphdr {
+	uint16_t source;
+	uint16_t dest;
+	uint16_t len;
+	uint16_t check;
+} __attribute__((packed, aligned(2)));
+
+static inline unsigned rxp_ip_hlen(const struct rxp_iphdr *ip)
+{
+	return (ip->ver_ihl & 0x0f) * 4u;
+}
+
+/* Ones'-complement sum of len bytes, folded into 32 bits (not inverted). */
+static inline uint32_t rxp_csum_partial(const void *buf, size_t len, uint32_t sum)
+{
+	const uint8_t *p = buf;
+	uint64_t s = sum;
+
+	while (len >= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		s += (w & 0xffffffffu) + (w >> 32);
+		p += 8;
+		len -= 8;
+	}
+	while (len >= 2) {
+		uint16_t w;
+
+		memcpy(&w, p, 2);
+		s += w;
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		s += *p; /* little-endian host: the odd byte is the low half */
+	while (s >> 32)
+		s = (s & 0xffffffffu) + (s >> 32);
+	return (uint32_t)s;
+}
+
+/* Fold a partial sum and invert: the value for a checksum field. */
+static inline uint16_t rxp_csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* The IPv4 header checksum (0 when a header with its checksum is valid). */
+static inline uint16_t rxp_ip_csum(const void *hdr, unsigned hlen)
+{
+	return rxp_csum_fold(rxp_csum_partial(hdr, hlen, 0));
+}
+
+#endif

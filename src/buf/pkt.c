@@ -1,0 +1,582 @@
+/*
+ * Packet operations (include/rxpath/pkt.h).
+ *
+ * Invariants kept by every function here:
+ *   - len == headlen + data_len, and data_len == sum(frags) + sum(frag_list lens);
+ *   - head <= data <= tail <= end;
+ *   - a packet holds exactly one reference on head_page and on each
+ *     frags[i].page; frag_list members are owned by the packet;
+ *   - a cloned packet's head bytes are never written here (may_pull and
+ *     linearize move to a private head first).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rxpath/compiler.h"
+#include "rxpath/pkt.h"
+#include "buf/pkt_internal.h"
+
+#define OFF_UNSET 0xffff
+
+static void pkt_release_data(struct rxp_pkt *pkt);
+
+static inline void pkt_free(struct rxp_pkt *pkt)
+{
+	pkt_release_data(pkt);
+	rxp_pool_put(pkt->pool->meta, pkt);
+}
+
+static void frag_list_free(struct rxp_pkt *fl)
+{
+	while (fl) {
+		struct rxp_pkt *next = fl->next;
+
+		pkt_free(fl);
+		fl = next;
+	}
+}
+
+static void pkt_release_data(struct rxp_pkt *pkt)
+{
+	/* Read the fragment array only for multi-buffer packets (thread 002:
+	 * touching it for every packet cost a cache miss). */
+	if (rxp_unlikely(pkt->nr_frags || pkt->frag_list)) {
+		for (unsigned i = 0; i < pkt->nr_frags; i++)
+			rxp_page_put(pkt->frags[i].page);
+		frag_list_free(pkt->frag_list);
+	}
+	if (pkt->head_page)
+		rxp_page_put(pkt->head_page);
+}
+
+static struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file, int line)
+{
+	struct rxp_pkt *pkt = rxp_pool_get_at(pp->meta, file, line);
+
+	if (rxp_unlikely(!pkt))
+		return NULL;
+	memset(pkt, 0, offsetof(struct rxp_pkt, frags));
+	pkt->owner = (uint16_t)rxp_thread_id();
+	pkt->network_off = OFF_UNSET;
+	pkt->transport_off = OFF_UNSET;
+	pkt->pool = pp;
+	return pkt;
+}
+
+static void set_head(struct rxp_pkt *pkt, struct rxp_page *pg, uint8_t *head, uint32_t size,
+		     uint32_t data_off)
+{
+	pkt->head_page = pg;
+	pkt->head = head;
+	pkt->end = head + size;
+	pkt->data = pkt->tail = head + data_off;
+}
+
+static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uint32_t headroom,
+				      const char *file, int line)
+{
+	struct rxp_pkt *pkt;
+	struct rxp_page *pg;
+
+	if (size > UINT32_MAX - headroom)
+		return NULL;
+	pkt = meta_get(pp, file, line);
+	if (!pkt)
+		return NULL;
+	pg = pktpool_buf_get(pp, headroom + size, file, line);
+	if (!pg) {
+		rxp_pool_put(pp->meta, pkt);
+		return NULL;
+	}
+	set_head(pkt, pg, pg->addr, pg->size, headroom);
+	pkt->truesize = RXP_PKT_META_TRUESIZE + pktpool_buf_truesize(pg);
+	return pkt;
+}
+
+struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file,
+				 int line)
+{
+	return alloc_headroom(pp, size, pp->headroom, file, line);
+}
+
+struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
+			      uint32_t buf_size, uint32_t data_off, uint32_t len)
+{
+	struct rxp_pkt *pkt;
+
+	if ((uint64_t)buf_off + buf_size > page->size || (uint64_t)data_off + len > buf_size) {
+		rxp_page_put(page);
+		errno = EINVAL;
+		return NULL;
+	}
+	pkt = meta_get(pp, __FILE__, __LINE__);
+	if (rxp_unlikely(!pkt)) {
+		rxp_page_put(page);
+		rxp_pktpool_count_drop(pp, RXP_DROP_NOMEM, 1);
+		errno = ENOMEM;
+		return NULL;
+	}
+	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
+	pkt->tail += len;
+	pkt->len = len;
+	pkt->truesize = RXP_PKT_META_TRUESIZE + buf_size;
+	return pkt;
+}
+
+void rxp_pkt_consume(struct rxp_pkt *pkt)
+{
+	if (!pkt)
+		return;
+	pktpool_stat_add(&pkt->pool->stats[rxp_thread_id()].consumed, 1);
+	pkt_free(pkt);
+}
+
+void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason)
+{
+	if (!pkt)
+		return;
+	if ((unsigned)reason >= RXP_DROP_MAX)
+		reason = RXP_DROP_NOT_SPECIFIED;
+	pktpool_stat_add(&pkt->pool->stats[rxp_thread_id()].drops[reason], 1);
+	pkt_free(pkt);
+}
+
+void rxp_pkt_queue_purge(struct rxp_pkt_queue *q, enum rxp_drop_reason reason)
+{
+	struct rxp_pkt *p;
+
+	while ((p = rxp_pkt_dequeue(q)))
+		rxp_pkt_drop(p, reason);
+}
+
+/* ---- linear-part pointer operations -------------------------------------- */
+
+void rxp_pkt_reserve(struct rxp_pkt *pkt, uint32_t len)
+{
+	if (pkt->len || len > (uint32_t)(pkt->end - pkt->tail))
+		return;
+	pkt->data += len;
+	pkt->tail += len;
+}
+
+uint8_t *rxp_pkt_put(struct rxp_pkt *pkt, uint32_t len)
+{
+	uint8_t *old = pkt->tail;
+
+	if (rxp_unlikely(len > rxp_pkt_tailroom(pkt)))
+		return NULL;
+	pkt->tail += len;
+	pkt->len += len;
+	return old;
+}
+
+uint8_t *rxp_pkt_push(struct rxp_pkt *pkt, uint32_t len)
+{
+	if (rxp_unlikely(len > rxp_pkt_headroom(pkt)))
+		return NULL;
+	pkt->data -= len;
+	pkt->len += len;
+	return pkt->data;
+}
+
+uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len)
+{
+	if (rxp_unlikely(len > rxp_pkt_headlen(pkt)))
+		return NULL;
+	pkt->data += len;
+	pkt->len -= len;
+	return pkt->data;
+}
+
+/* ---- reading across the non-linear parts --------------------------------- */
+
+int rxp_pkt_copy_bits(const struct rxp_pkt *pkt, uint32_t off, void *to_, uint32_t len)
+{
+	uint8_t *to = to_;
+	uint32_t hl = rxp_pkt_headlen(pkt), n;
+
+	if ((uint64_t)off + len > pkt->len)
+		return -EINVAL;
+	if (off < hl) {
+		n = hl - off < len ? hl - off : len;
+		memcpy(to, pkt->data + off, n);
+		to += n;
+		len -= n;
+		off += n;
+	}
+	off -= hl; /* now relative to the non-linear part */
+	for (unsigned i = 0; len && i < pkt->nr_frags; i++) {
+		const struct rxp_frag *f = &pkt->frags[i];
+
+		if (off >= f->size) {
+			off -= f->size;
+			continue;
+		}
+		n = f->size - off < len ? f->size - off : len;
+		memcpy(to, f->page->addr + f->off + off, n);
+		to += n;
+		len -= n;
+		off = 0;
+	}
+	for (const struct rxp_pkt *m = pkt->frag_list; len && m; m = m->next) {
+		if (off >= m->len) {
+			off -= m->len;
+			continue;
+		}
+		n = m->len - off < len ? m->len - off : len;
+		if (rxp_pkt_copy_bits(m, off, to, n))
+			return -EINVAL;
+		to += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? -EINVAL : 0;
+}
+
+const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off, uint32_t len,
+				   void *buf)
+{
+	if ((uint64_t)off + len <= rxp_pkt_headlen(pkt))
+		return pkt->data + off;
+	return rxp_pkt_copy_bits(pkt, off, buf, len) ? NULL : buf;
+}
+
+/* ---- reshaping ------------------------------------------------------------- */
+
+/* Move the linear part into a private head buffer with room for extra more
+ * bytes at the tail, keeping the headroom (so header offsets stay valid). */
+static int expand_head(struct rxp_pkt *pkt, uint32_t extra)
+{
+	uint32_t hr = rxp_pkt_headroom(pkt), hl = rxp_pkt_headlen(pkt);
+	uint64_t need = (uint64_t)hr + hl + extra;
+	struct rxp_page *pg;
+
+	if (need > UINT32_MAX)
+		return -ENOMEM;
+	pg = pktpool_buf_get(pkt->pool, (uint32_t)need, __FILE__, __LINE__);
+	if (!pg)
+		return -ENOMEM;
+	memcpy(pg->addr + hr, pkt->data, hl);
+	pkt->truesize = pkt->truesize - (uint32_t)(pkt->end - pkt->head) + pg->size;
+	rxp_page_put(pkt->head_page);
+	set_head(pkt, pg, pg->addr, pg->size, hr);
+	pkt->tail += hl;
+	pkt->flags &= (uint8_t)~RXP_PKT_F_CLONED;
+	return 0;
+}
+
+/* Remove k bytes from the front of p as a whole (linear part first). */
+static void eat_front(struct rxp_pkt *p, uint32_t k);
+
+/* Remove k bytes from the front of the non-linear part of p. */
+static void eat_nonlinear(struct rxp_pkt *p, uint32_t k)
+{
+	unsigned i, j = 0;
+
+	p->len -= k;
+	p->data_len -= k;
+	for (i = 0; i < p->nr_frags; i++) {
+		struct rxp_frag *f = &p->frags[i];
+
+		if (k >= f->size) {
+			k -= f->size;
+			rxp_page_put(f->page);
+			continue;
+		}
+		f->off += k;
+		f->size -= k;
+		k = 0;
+		p->frags[j++] = *f;
+	}
+	p->nr_frags = (uint8_t)j;
+	while (k && p->frag_list) {
+		struct rxp_pkt *m = p->frag_list;
+
+		if (k >= m->len) {
+			k -= m->len;
+			p->frag_list = m->next;
+			pkt_free(m);
+			continue;
+		}
+		eat_front(m, k);
+		k = 0;
+	}
+	if (!p->frag_list)
+		p->frag_tail = NULL;
+}
+
+static void eat_front(struct rxp_pkt *p, uint32_t k)
+{
+	uint32_t hl = rxp_pkt_headlen(p), n = k < hl ? k : hl;
+
+	p->data += n;
+	p->len -= n;
+	if (k > n)
+		eat_nonlinear(p, k - n);
+}
+
+bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len)
+{
+	uint32_t hl = rxp_pkt_headlen(pkt), need;
+
+	if (rxp_likely(len <= hl))
+		return true;
+	if (len > pkt->len)
+		return false;
+	need = len - hl;
+	if (rxp_pkt_cloned(pkt) || (uint32_t)(pkt->end - pkt->tail) < need) {
+		if (expand_head(pkt, need))
+			return false;
+	}
+	/* Copy first, then drop what was copied from the non-linear part. */
+	if (rxp_pkt_copy_bits(pkt, hl, pkt->tail, need))
+		return false;
+	pkt->tail += need;
+	pkt->len += need; /* eat_nonlinear takes it back off len and data_len */
+	eat_nonlinear(pkt, need);
+	return true;
+}
+
+int rxp_pkt_linearize(struct rxp_pkt *pkt)
+{
+	if (rxp_pkt_is_linear(pkt))
+		return 0;
+	return rxp_pkt_may_pull(pkt, pkt->len) ? 0 : -ENOMEM;
+}
+
+int rxp_pkt_trim(struct rxp_pkt *pkt, uint32_t len)
+{
+	uint32_t hl = rxp_pkt_headlen(pkt), rem;
+	struct rxp_pkt **link, *m;
+	unsigned i;
+
+	if (len > pkt->len)
+		return -EINVAL;
+	if (len == pkt->len)
+		return 0;
+	if (len <= hl) {
+		pkt->tail = pkt->data + len;
+		rem = 0;
+	} else {
+		rem = len - hl;
+	}
+	for (i = 0; i < pkt->nr_frags; i++) {
+		struct rxp_frag *f = &pkt->frags[i];
+
+		if (rem >= f->size) {
+			rem -= f->size;
+			continue;
+		}
+		if (rem) {
+			f->size = rem;
+			rem = 0;
+			continue;
+		}
+		break;
+	}
+	for (unsigned k = i; k < pkt->nr_frags; k++)
+		rxp_page_put(pkt->frags[k].page);
+	pkt->nr_frags = (uint8_t)i;
+	/* Frags whose size reached 0 above were cut to rem==0 only when i
+	 * stopped there, so every kept frag is non-empty. */
+	link = &pkt->frag_list;
+	pkt->frag_tail = NULL;
+	while ((m = *link)) {
+		if (rem == 0) {
+			*link = NULL;
+			frag_list_free(m);
+			break;
+		}
+		if (m->len > rem)
+			rxp_pkt_trim(m, rem);
+		rem -= m->len;
+		pkt->frag_tail = m;
+		link = &m->next;
+	}
+	pkt->len = len;
+	pkt->data_len = len - rxp_pkt_headlen(pkt);
+	return 0;
+}
+
+int rxp_pkt_add_frag(struct rxp_pkt *pkt, struct rxp_page *page, uint32_t off, uint32_t size,
+		     uint32_t truesize)
+{
+	struct rxp_frag *f;
+
+	if (pkt->frag_list || !size || (uint64_t)off + size > page->size ||
+	    (uint64_t)pkt->len + size > UINT32_MAX)
+		return -EINVAL;
+	if (pkt->nr_frags >= RXP_MAX_FRAGS)
+		return -E2BIG;
+	f = &pkt->frags[pkt->nr_frags++];
+	f->page = page;
+	f->off = off;
+	f->size = size;
+	pkt->len += size;
+	pkt->data_len += size;
+	pkt->truesize += truesize;
+	return 0;
+}
+
+/* ---- clone and copy -------------------------------------------------------- */
+
+struct rxp_pkt *rxp_pkt_clone(struct rxp_pkt *pkt)
+{
+	struct rxp_pkt *c = rxp_pool_get(pkt->pool->meta);
+
+	if (!c)
+		return NULL;
+	memcpy(c, pkt, offsetof(struct rxp_pkt, frags));
+	memcpy(c->frags, pkt->frags, pkt->nr_frags * sizeof(pkt->frags[0]));
+	c->next = NULL;
+	c->owner = (uint16_t)rxp_thread_id();
+	c->frag_list = c->frag_tail = NULL;
+	rxp_page_get(c->head_page);
+	for (unsigned i = 0; i < c->nr_frags; i++)
+		rxp_page_get(c->frags[i].page);
+	for (struct rxp_pkt *m = pkt->frag_list; m; m = m->next) {
+		struct rxp_pkt *mc = rxp_pkt_clone(m);
+
+		if (!mc) {
+			/* Keep c consistent for the free: only what it holds. */
+			for (unsigned i = 0; i < c->nr_frags; i++)
+				rxp_page_put(c->frags[i].page);
+			c->nr_frags = 0;
+			frag_list_free(c->frag_list);
+			c->frag_list = NULL;
+			rxp_page_put(c->head_page);
+			rxp_pool_put(pkt->pool->meta, c);
+			return NULL;
+		}
+		if (c->frag_tail)
+			c->frag_tail->next = mc;
+		else
+			c->frag_list = mc;
+		c->frag_tail = mc;
+	}
+	pkt->flags |= RXP_PKT_F_CLONED;
+	c->flags |= RXP_PKT_F_CLONED;
+	return c;
+}
+
+struct rxp_pkt *rxp_pkt_copy(const struct rxp_pkt *pkt)
+{
+	uint32_t hr = rxp_pkt_headroom(pkt);
+	struct rxp_pkt *c = alloc_headroom(pkt->pool, pkt->len, hr, __FILE__, __LINE__);
+
+	if (!c)
+		return NULL;
+	if (rxp_pkt_copy_bits(pkt, 0, c->tail, pkt->len)) {
+		rxp_pkt_consume(c);
+		return NULL;
+	}
+	c->tail += pkt->len;
+	c->len = pkt->len;
+	c->network_off = pkt->network_off;
+	c->transport_off = pkt->transport_off;
+	c->hash = pkt->hash;
+	c->queue = pkt->queue;
+	c->protocol = pkt->protocol;
+	c->tstamp_ns = pkt->tstamp_ns;
+	memcpy(c->cb, pkt->cb, sizeof(c->cb));
+	return c;
+}
+
+struct rxp_pkt *rxp_pkt_unshare(struct rxp_pkt *pkt)
+{
+	struct rxp_pkt *c;
+
+	if (!rxp_pkt_cloned(pkt))
+		return pkt;
+	c = rxp_pkt_copy(pkt);
+	if (!c) {
+		rxp_pkt_drop(pkt, RXP_DROP_UNSHARE_FAIL);
+		return NULL;
+	}
+	rxp_pkt_consume(pkt);
+	return c;
+}
+
+/* ---- coalescing -------------------------------------------------------------- */
+
+void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from)
+{
+	from->next = NULL;
+	if (to->frag_tail)
+		to->frag_tail->next = from;
+	else
+		to->frag_list = from;
+	to->frag_tail = from;
+	to->len += from->len;
+	to->data_len += from->len;
+	to->truesize += from->truesize;
+}
+
+/* Merge from into t if t has no frag_list: copy when everything fits in t's
+ * tailroom, else move from's head and frags over as t's frags. false leaves
+ * both untouched. Consumes from when it returns true. */
+static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *how)
+{
+	uint32_t hl = rxp_pkt_headlen(from), delta;
+	unsigned need;
+
+	if (t->frag_list || rxp_pkt_cloned(t))
+		return false;
+	if (from->len <= rxp_pkt_tailroom(t)) {
+		rxp_pkt_copy_bits(from, 0, t->tail, from->len);
+		t->tail += from->len;
+		t->len += from->len;
+		rxp_pkt_consume(from);
+		*how = RXP_COALESCE_COPIED;
+		return true;
+	}
+	if (from->frag_list)
+		return false;
+	need = from->nr_frags + (hl ? 1u : 0u);
+	if (t->nr_frags + need > RXP_MAX_FRAGS)
+		return false;
+	/* Each packet owns its own references, clone or not, so they can move. */
+	if (hl) {
+		struct rxp_frag *f = &t->frags[t->nr_frags++];
+
+		f->page = from->head_page;
+		f->off = (uint32_t)(from->data - from->head_page->addr);
+		f->size = hl;
+	} else {
+		rxp_page_put(from->head_page);
+	}
+	memcpy(&t->frags[t->nr_frags], from->frags, from->nr_frags * sizeof(from->frags[0]));
+	t->nr_frags = (uint8_t)(t->nr_frags + from->nr_frags);
+	t->len += from->len;
+	t->data_len += from->len;
+	delta = from->truesize - RXP_PKT_META_TRUESIZE;
+	t->truesize += delta;
+	from->head_page = NULL;
+	from->nr_frags = 0;
+	from->data_len = 0;
+	rxp_pkt_consume(from);
+	*how = RXP_COALESCE_STOLEN;
+	return true;
+}
+
+enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
+{
+	enum rxp_coalesce how;
+
+	if (!to->frag_list) {
+		if (merge(to, from, &how))
+			return how;
+	} else {
+		struct rxp_pkt *t = to->frag_tail;
+		uint32_t len = from->len, ts = t->truesize;
+
+		if (merge(t, from, &how)) {
+			to->len += len;
+			to->data_len += len;
+			to->truesize += t->truesize - ts;
+			return how;
+		}
+	}
+	rxp_pkt_chain(to, from);
+	return RXP_COALESCE_CHAINED;
+}

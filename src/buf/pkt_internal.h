@@ -1,0 +1,38 @@
+/* Private to src/buf: the packet pool's layout, shared by pkt.c and pktpool.c. */
+#ifndef RXP_BUF_PKT_INTERNAL_H
+#define RXP_BUF_PKT_INTERNAL_H
+
+#include "rxpath/compiler.h"
+#include "rxpath/pkt.h"
+
+struct pktpool_tstats {
+	uint64_t drops[RXP_DROP_MAX];
+	uint64_t consumed;
+} __rxp_cache_aligned;
+
+struct rxp_pktpool {
+	struct rxp_pool *meta;  /* struct rxp_pkt */
+	struct rxp_pool *bufs;  /* small head buffers */
+	struct rxp_pool *large; /* large head buffers */
+	uint32_t headroom, buf_size, large_size;
+	char name[24];
+	/* [RXP_MAX_THREADS] is shared by threads past the limit: atomics. */
+	struct pktpool_tstats stats[RXP_MAX_THREADS + 1];
+};
+
+/* Each thread bumps only its own counters, so a relaxed load-add-store is
+ * enough, except in the shared overflow slot. */
+static inline void pktpool_stat_add(uint64_t *c, uint64_t n)
+{
+	if (rxp_thread_id() < RXP_MAX_THREADS)
+		__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+/* A head buffer with at least need bytes, refcount 1; NULL if none. */
+struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file,
+				 int line);
+uint32_t pktpool_buf_truesize(const struct rxp_page *pg);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * Packet pools: the metadata pool and the head-buffer pools a packet is
+ * built from, plus the per-thread drop counters.
+ *
+ * A head buffer is an rxp_pool object laid out as [struct rxp_page | bytes]:
+ * the page header is initialised once at pool creation, its refcount set to
+ * 1 when handed out, and release() returns the object to its pool (through
+ * the owner's deferred list when another thread drops the last reference).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxpath/compiler.h"
+#include "buf/pkt_internal.h"
+
+#define BUF_HDR RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE)
+
+static void buf_release(struct rxp_page *pg)
+{
+	rxp_pool_put(pg->owner, pg);
+}
+
+struct buf_init_arg {
+	struct rxp_pool **pool; /* filled in after creation */
+	uint32_t size;
+};
+
+static void buf_init(void *obj, unsigned idx, void *arg)
+{
+	struct buf_init_arg *a = arg;
+	struct rxp_page *pg = obj;
+
+	(void)idx;
+	atomic_init(&pg->refcnt, 0);
+	pg->size = a->size;
+	pg->addr = (uint8_t *)obj + BUF_HDR;
+	pg->release = buf_release;
+	pg->owner = NULL; /* set once the pool exists */
+	pg->priv = 0;
+}
+
+static struct rxp_pool *buf_pool_create(const char *base, const char *suffix, unsigned n,
+					uint32_t size, const struct rxp_pktpool_config *cfg)
+{
+	char name[32];
+	struct buf_init_arg a = { .size = size };
+	struct rxp_pool_config pc = {
+		.name = name,
+		.obj_size = BUF_HDR + size,
+		.n = n,
+		.cache_size = cfg->cache_size,
+		.defer_max = cfg->defer_max,
+		.obj_init = buf_init,
+		.obj_init_arg = &a,
+	};
+	struct rxp_pool *p;
+	void **objs;
+
+	snprintf(name, sizeof(name), "%s.%s", base, suffix);
+	p = rxp_pool_create(&pc);
+	if (!p)
+		return NULL;
+	/* Point every buffer at its pool: take them all out and put them back. */
+	objs = malloc(n * sizeof(void *));
+	if (!objs) {
+		rxp_pool_destroy(p);
+		return NULL;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		objs[i] = rxp_pool_get(p);
+		((struct rxp_page *)objs[i])->owner = p;
+	}
+	for (unsigned i = 0; i < n; i++)
+		rxp_pool_put_shared(p, objs[i]);
+	free(objs);
+	return p;
+}
+
+struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg_in)
+{
+	struct rxp_pktpool_config cfg = cfg_in ? *cfg_in : (struct rxp_pktpool_config){ 0 };
+	struct rxp_pktpool *pp;
+	char name[24];
+
+	if (!cfg.n_pkts)
+		cfg.n_pkts = 4096;
+	if (!cfg.n_bufs)
+		cfg.n_bufs = cfg.n_pkts;
+	if (!cfg.buf_size)
+		cfg.buf_size = 2048;
+	if (!cfg.headroom)
+		cfg.headroom = RXP_HEADROOM_DEFAULT;
+	if (!cfg.n_large)
+		cfg.n_large = 16;
+	if (!cfg.large_size)
+		cfg.large_size = 65536 + 2 * cfg.headroom;
+	if (cfg.headroom >= cfg.buf_size || cfg.large_size < cfg.buf_size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pp = aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*pp), (size_t)RXP_CACHELINE));
+	if (!pp)
+		return NULL;
+	memset(pp, 0, sizeof(*pp));
+	snprintf(name, sizeof(name), "%s", cfg.name ? cfg.name : "pkt");
+	snprintf(pp->name, sizeof(pp->name), "%s", name);
+	pp->headroom = cfg.headroom;
+	pp->buf_size = cfg.buf_size;
+	pp->large_size = cfg.large_size;
+	{
+		char mname[32];
+		struct rxp_pool_config mc = {
+			.name = mname,
+			.obj_size = sizeof(struct rxp_pkt),
+			.n = cfg.n_pkts,
+			.cache_size = cfg.cache_size,
+			.defer_max = cfg.defer_max,
+		};
+
+		snprintf(mname, sizeof(mname), "%s.meta", name);
+		pp->meta = rxp_pool_create(&mc);
+	}
+	pp->bufs = buf_pool_create(name, "buf", cfg.n_bufs, cfg.buf_size, &cfg);
+	pp->large = buf_pool_create(name, "large", cfg.n_large, cfg.large_size, &cfg);
+	if (!pp->meta || !pp->bufs || !pp->large) {
+		rxp_pool_destroy(pp->meta);
+		rxp_pool_destroy(pp->bufs);
+		rxp_pool_destroy(pp->large);
+		free(pp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return pp;
+}
+
+size_t rxp_pktpool_destroy(struct rxp_pktpool *pp)
+{
+	size_t leaked;
+
+	if (!pp)
+		return 0;
+	leaked = rxp_pool_destroy(pp->meta);
+	leaked += rxp_pool_destroy(pp->bufs);
+	leaked += rxp_pool_destroy(pp->large);
+	free(pp);
+	return leaked;
+}
+
+void rxp_pktpool_get_stats(const struct rxp_pktpool *pp, struct rxp_pktpool_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	rxp_pool_get_stats(pp->meta, &st->pkts);
+	rxp_pool_get_stats(pp->bufs, &st->bufs);
+	rxp_pool_get_stats(pp->large, &st->large);
+	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++) {
+		for (unsigned r = 0; r < RXP_DROP_MAX; r++)
+			st->drops[r] += __atomic_load_n(&pp->stats[t].drops[r], __ATOMIC_RELAXED);
+		st->consumed += __atomic_load_n(&pp->stats[t].consumed, __ATOMIC_RELAXED);
+	}
+}
+
+uint64_t rxp_pktpool_pkts_outstanding(const struct rxp_pktpool *pp)
+{
+	return rxp_pool_outstanding(pp->meta);
+}
+
+uint64_t rxp_pktpool_bufs_outstanding(const struct rxp_pktpool *pp)
+{
+	return rxp_pool_outstanding(pp->bufs) + rxp_pool_outstanding(pp->large);
+}
+
+unsigned rxp_pktpool_drain_deferred(struct rxp_pktpool *pp)
+{
+	return rxp_pool_drain_deferred(pp->meta) + rxp_pool_drain_deferred(pp->bufs) +
+	       rxp_pool_drain_deferred(pp->large);
+}
+
+void rxp_pktpool_flush_cache(struct rxp_pktpool *pp)
+{
+	rxp_pool_flush_cache(pp->meta);
+	rxp_pool_flush_cache(pp->bufs);
+	rxp_pool_flush_cache(pp->large);
+}
+
+size_t rxp_pktpool_leak_report(const struct rxp_pktpool *pp, FILE *out)
+{
+	return rxp_pool_leak_report(pp->meta, out) + rxp_pool_leak_report(pp->bufs, out) +
+	       rxp_pool_leak_report(pp->large, out);
+}
+
+unsigned rxp_pktpool_headroom(const struct rxp_pktpool *pp)
+{
+	return pp->headroom;
+}
+
+void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n)
+{
+	if ((unsigned)r >= RXP_DROP_MAX)
+		r = RXP_DROP_NOT_SPECIFIED;
+	pktpool_stat_add(&pp->stats[rxp_thread_id()].drops[r], n);
+}
+
+struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file,
+				 int line)
+{
+	struct rxp_pool *p;
+	struct rxp_page *pg;
+
+	if (need <= pp->buf_size)
+		p = pp->bufs;
+	else if (need <= pp->large_size)
+		p = pp->large;
+	else
+		return NULL;
+	pg = rxp_pool_get_at(p, file, line);
+	if (rxp_unlikely(!pg && p == pp->bufs))
+		pg = rxp_pool_get_at(pp->large, file, line); /* fall back to a large one */
+	if (pg)
+		atomic_store_explicit(&pg->refcnt, 1, memory_order_relaxed);
+	return pg;
+}
+
+uint32_t pktpool_buf_truesize(const struct rxp_page *pg)
+{
+	return (uint32_t)(pg->size + BUF_HDR);
+}

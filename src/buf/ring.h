@@ -1,0 +1,99 @@
+/*
+ * A bounded lock-free MPMC ring of pointers (the shared store behind a pool's
+ * per-thread caches), in the style of rte_ring: producers and consumers each
+ * claim a range by one CAS on their head, fill or read it, then publish by
+ * moving their tail in order. Bulk operations are all-or-nothing; burst
+ * operations take what there is. Private to src/buf.
+ */
+#ifndef RXP_BUF_RING_H
+#define RXP_BUF_RING_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "rxpath/compiler.h"
+
+struct rxp_mpmc {
+	uint32_t mask;
+	uint32_t capacity;
+	_Alignas(64) _Atomic uint32_t prod_head;
+	_Atomic uint32_t prod_tail;
+	_Alignas(64) _Atomic uint32_t cons_head;
+	_Atomic uint32_t cons_tail;
+	_Alignas(64) void *slots[];
+};
+
+static inline void rxp_mpmc_wait_tail(_Atomic uint32_t *tail, uint32_t expect)
+{
+	unsigned spins = 0;
+
+	while (atomic_load_explicit(tail, memory_order_relaxed) != expect) {
+		if (++spins & 63)
+			__builtin_ia32_pause();
+		else
+			sched_yield(); /* the thread we wait for may be preempted */
+	}
+}
+
+/* Enqueue n pointers; all or nothing when bulk, else as many as fit.
+ * Returns how many were enqueued. */
+static inline uint32_t rxp_mpmc_enqueue(struct rxp_mpmc *r, void *const *objs, uint32_t n,
+					bool bulk)
+{
+	uint32_t head, next, room;
+
+	head = atomic_load_explicit(&r->prod_head, memory_order_relaxed);
+	do {
+		uint32_t ctail = atomic_load_explicit(&r->cons_tail, memory_order_acquire);
+
+		room = r->capacity + ctail - head;
+		if (n > room) {
+			if (bulk || room == 0)
+				return 0;
+			n = room;
+		}
+		next = head + n;
+	} while (!atomic_compare_exchange_weak_explicit(&r->prod_head, &head, next,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	for (uint32_t i = 0; i < n; i++)
+		r->slots[(head + i) & r->mask] = objs[i];
+	rxp_mpmc_wait_tail(&r->prod_tail, head);
+	atomic_store_explicit(&r->prod_tail, next, memory_order_release);
+	return n;
+}
+
+static inline uint32_t rxp_mpmc_dequeue(struct rxp_mpmc *r, void **objs, uint32_t n, bool bulk)
+{
+	uint32_t head, next, avail;
+
+	head = atomic_load_explicit(&r->cons_head, memory_order_relaxed);
+	do {
+		uint32_t ptail = atomic_load_explicit(&r->prod_tail, memory_order_acquire);
+
+		avail = ptail - head;
+		if (n > avail) {
+			if (bulk || avail == 0)
+				return 0;
+			n = avail;
+		}
+		next = head + n;
+	} while (!atomic_compare_exchange_weak_explicit(&r->cons_head, &head, next,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	for (uint32_t i = 0; i < n; i++)
+		objs[i] = r->slots[(head + i) & r->mask];
+	rxp_mpmc_wait_tail(&r->cons_tail, head);
+	atomic_store_explicit(&r->cons_tail, next, memory_order_release);
+	return n;
+}
+
+static inline uint32_t rxp_mpmc_count(struct rxp_mpmc *r)
+{
+	return atomic_load_explicit(&r->prod_tail, memory_order_acquire) -
+	       atomic_load_explicit(&r->cons_tail, memory_order_acquire);
+}
+
+#endif

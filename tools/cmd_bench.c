@@ -1,0 +1,187 @@
+/*
+ * rxpath bench: runs the component benchmarks (the rxpath-bench-* programs
+ * built from bench/) and collects their tables under bench/results/<date>/:
+ * one CSV per benchmark and a summary.md with the machine it ran on.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd.h"
+
+static const char *const known[] = { "pool", "ring", "defrag", "ipid", "tipc" };
+
+static int find_bench(const char *name, char *path, size_t n)
+{
+	char self[PATH_MAX / 2];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *fmts[] = { "%s/rxpath-bench-%s", "%s/../libexec/rxpath/rxpath-bench-%s" };
+	char *slash;
+
+	if (len <= 0)
+		return -1;
+	self[len] = 0;
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		if ((size_t)snprintf(path, n, fmts[i], self, name) >= n)
+			return -1;
+		if (access(path, X_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* Run one benchmark program; used by `rxpath run` too. */
+int rxp_bench_exec(const char *name, int argc, char **argv);
+int rxp_bench_exec(const char *name, int argc, char **argv)
+{
+	char path[PATH_MAX];
+	char **av = calloc((size_t)argc + 2, sizeof(char *));
+
+	if (!av)
+		return RXP_EXIT_FAIL;
+	if (find_bench(name, path, sizeof(path))) {
+		fprintf(stderr, "rxpath bench: no benchmark program for '%s' (rxpath-bench-%s)\n",
+			name, name);
+		free(av);
+		return RXP_EXIT_USAGE;
+	}
+	av[0] = path;
+	for (int i = 0; i < argc; i++)
+		av[i + 1] = argv[i];
+	execv(path, av);
+	fprintf(stderr, "rxpath bench: cannot run %s: %s\n", path, strerror(errno));
+	free(av);
+	return RXP_EXIT_FAIL;
+}
+
+static int mkdirs(const char *dir)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rxpath bench [--out DIR] [--quick] [NAME...]\n\n"
+		   "Runs the component benchmarks (all that are built when no NAME is given:\n"
+		   "pool, ring, defrag, ipid, tipc), each comparing rxpath with its baselines\n"
+		   "(DPDK, malloc, the kernel) in the same run, median of at least 5 runs.\n"
+		   "Writes DIR/<name>.csv, DIR/summary.md and plots, where DIR defaults to\n"
+		   "bench/results/<YYYY-MM-DD>.\n\n"
+		   "  --out DIR   where to write results\n"
+		   "  --quick     fewer iterations (a smoke run; numbers are rougher)\n"
+		   "`rxpath bench NAME --help` shows one benchmark's own options.\n");
+}
+
+static int bench_main(int argc, char **argv)
+{
+	char out[PATH_MAX] = "", path[PATH_MAX], summary[PATH_MAX];
+	const char *names[16];
+	int nnames = 0, quick = 0, failed = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+			snprintf(out, sizeof(out), "%s", argv[++i]);
+		} else if (!strcmp(argv[i], "--quick")) {
+			quick = 1;
+		} else if (argv[i][0] == '-') {
+			/* Options after a single NAME belong to that benchmark. */
+			if (nnames == 1)
+				return rxp_bench_exec(names[0], argc - i, argv + i);
+			fprintf(stderr, "rxpath bench: unknown option '%s'\n", argv[i]);
+			usage(stderr);
+			return RXP_EXIT_USAGE;
+		} else if (nnames < 16) {
+			names[nnames++] = argv[i];
+		}
+	}
+	if (!nnames)
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (!find_bench(known[i], path, sizeof(path)))
+				names[nnames++] = known[i];
+	if (!out[0]) {
+		time_t t = time(NULL);
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(out, sizeof(out), "bench/results/%Y-%m-%d", &tm);
+	}
+	if (mkdirs(out)) {
+		fprintf(stderr, "rxpath bench: cannot create %s: %s\n", out, strerror(errno));
+		return RXP_EXIT_USAGE;
+	}
+	snprintf(summary, sizeof(summary), "%s/summary.md", out);
+	FILE *sf = fopen(summary, "w");
+	if (!sf) {
+		fprintf(stderr, "rxpath bench: cannot write %s: %s\n", summary, strerror(errno));
+		return RXP_EXIT_USAGE;
+	}
+	{
+		struct utsname u;
+		char cpu[256] = "unknown CPU", line[512];
+		FILE *ci = fopen("/proc/cpuinfo", "r");
+
+		uname(&u);
+		while (ci && fgets(line, sizeof(line), ci))
+			if (!strncmp(line, "model name", 10)) {
+				snprintf(cpu, sizeof(cpu), "%s", strchr(line, ':') + 2);
+				cpu[strcspn(cpu, "\n")] = 0;
+				break;
+			}
+		if (ci)
+			fclose(ci);
+		fprintf(sf, "# rxpath benchmarks\n\nMachine: %s, %ld CPUs, Linux %s\n\n", cpu,
+			sysconf(_SC_NPROCESSORS_ONLN), u.release);
+		fflush(sf);
+	}
+	for (int i = 0; i < nnames; i++) {
+		char cmd[3 * PATH_MAX];
+
+		if (find_bench(names[i], path, sizeof(path))) {
+			fprintf(stderr, "rxpath bench: no benchmark '%s'\n", names[i]);
+			failed = 1;
+			continue;
+		}
+		fprintf(sf, "## %s\n\n```\n", names[i]);
+		fflush(sf);
+		snprintf(cmd, sizeof(cmd), "'%s' --outdir '%s'%s | tee -a '%s'", path, out,
+			 quick ? " --quick" : "", summary);
+		printf("== %s\n", names[i]);
+		fflush(stdout);
+		int rc = system(cmd);
+		if (rc != 0) {
+			fprintf(stderr, "rxpath bench: %s failed (status %d)\n", names[i], rc);
+			failed = 1;
+		}
+		fprintf(sf, "```\n\n");
+		fflush(sf);
+	}
+	fclose(sf);
+	printf("results in %s\n", out);
+	return failed ? RXP_EXIT_FAIL : 0;
+}
+
+RXP_COMMAND(bench, "bench", "run the benchmarks and write bench/results/<date>/", bench_main);
