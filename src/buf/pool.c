@@ -332,7 +332,8 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 	if (!n)
 		return 0;
 	if (!p->cache_size || tid == TID_NONE || n > p->cache_size) {
-		if (!rxp_mpmc_dequeue(p->ring, objs, n, true)) {
+		if (!rxp_mpmc_dequeue(p->ring, objs, n, true) &&
+		    (!c->len || (rxp_pool_flush_cache(p), !rxp_mpmc_dequeue(p->ring, objs, n, true)))) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}
