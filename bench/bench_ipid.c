@@ -92,8 +92,8 @@ static uint32_t reserve_fetch_add(uint32_t bucket, uint32_t segs)
 /* ---- the measured loops --------------------------------------------------- */
 
 enum variant { VA, VA2, VB, VC, NV };
-static const char *const vname[NV] = { "a linux-2016-cmpxchg", "a2 cmpxchg+siphash",
-				       "b fetch-add", "c rxpath-siphash" };
+static const char *const vname[NV] = {"a linux-2016-cmpxchg", "a2 cmpxchg+siphash", "b fetch-add",
+				      "c rxpath-siphash"};
 
 static unsigned char a2_key[crypto_shorthash_KEYBYTES];
 
@@ -120,7 +120,7 @@ struct work {
 	uint32_t sink;
 	uint64_t t0, t1; /* this thread's own start and end */
 	uint32_t buckets[SPREAD]; /* (a), (b) */
-	uint32_t daddrs[SPREAD];  /* (c) */
+	uint32_t daddrs[SPREAD]; /* (c) */
 };
 
 static void *worker(void *p)
@@ -168,8 +168,12 @@ static double run_once(enum variant v, bool spread, int nthreads, uint64_t iters
 
 	pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
 	for (int i = 0; i < nthreads; i++) {
-		w[i] = (struct work){ .v = v, .spread = spread, .tid = (unsigned)i, .iters = iters,
-				      .t = t, .bar = &bar };
+		w[i] = (struct work){.v = v,
+				     .spread = spread,
+				     .tid = (unsigned)i,
+				     .iters = iters,
+				     .t = t,
+				     .bar = &bar};
 		for (unsigned k = 0; k < SPREAD; k++) {
 			uint32_t r = (uint32_t)rand();
 
@@ -262,8 +266,8 @@ static void plot(const struct bench_opts *o, const int *tc, int ntc, double res[
 		   " (ns/reservation)\n");
 	for (int i = 0; i < ntc; i++)
 		fprintf(f, "%d %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f\n", tc[i], res[i][0][VA],
-			res[i][0][VB], res[i][0][VC], res[i][1][VA], res[i][1][VB],
-			res[i][1][VC], res[i][0][VA2], res[i][1][VA2]);
+			res[i][0][VB], res[i][0][VC], res[i][1][VA], res[i][1][VB], res[i][1][VC],
+			res[i][0][VA2], res[i][1][VA2]);
 	fclose(f);
 	if (system("command -v gnuplot >/dev/null 2>&1"))
 		return;
@@ -286,10 +290,10 @@ static void plot(const struct bench_opts *o, const int *tc, int ntc, double res[
 
 int main(int argc, char **argv)
 {
-	static struct bench_table tab = { .name = "ipid" };
+	static struct bench_table tab = {.name = "ipid"};
 	struct bench_opts o;
 	struct rxp_ipid_table *t;
-	static const int all_tc[] = { 1, 2, 4, 8, 16 };
+	static const int all_tc[] = {1, 2, 4, 8, 16};
 	int tc[5], ntc = 0;
 	double res[5][2][NV];
 	uint64_t iters;
@@ -326,7 +330,8 @@ int main(int argc, char **argv)
 			for (int r = 0; r < o.runs && r < 64; r++)
 				for (int k = 0; k < NV; k++)
 					v[k][r] = run_once((enum variant)k, s, tc[i], iters, t);
-			snprintf(group, sizeof(group), "%s %dT", s ? "spread" : "one-bucket", tc[i]);
+			snprintf(group, sizeof(group), "%s %dT", s ? "spread" : "one-bucket",
+				 tc[i]);
 			for (int k = 0; k < NV; k++) {
 				res[i][s][k] = bench_median(v[k], o.runs < 64 ? o.runs : 64);
 				bench_add(&tab, group, vname[k], "ns/op", res[i][s][k], 1,

@@ -76,17 +76,18 @@ static uint32_t build_datagram(const struct fs_opts *o, uint8_t *buf, int *v6)
 	uint8_t s6[16], d6[16];
 	uint32_t s4, d4, ulen = 8 + o->size;
 	uint8_t *udp;
-	struct rxp_udphdr uh = { .source = htons((uint16_t)o->sport),
-				 .dest = htons((uint16_t)o->dport),
-				 .len = htons((uint16_t)(ulen > 65535 ? 0 : ulen)) };
+	struct rxp_udphdr uh = {.source = htons((uint16_t)o->sport),
+				.dest = htons((uint16_t)o->dport),
+				.len = htons((uint16_t)(ulen > 65535 ? 0 : ulen))};
 
 	*v6 = strchr(o->src, ':') != NULL;
 	if (!*v6 && 20 + ulen > 65535)
 		return 0;
 	if (*v6) {
-		struct rxp_ipv6hdr ip = { .vtc_flow = htonl(6u << 28),
-					  .payload_len = htons((uint16_t)ulen),
-					  .nexthdr = RXP_IPPROTO_UDP, .hop_limit = 64 };
+		struct rxp_ipv6hdr ip = {.vtc_flow = htonl(6u << 28),
+					 .payload_len = htons((uint16_t)ulen),
+					 .nexthdr = RXP_IPPROTO_UDP,
+					 .hop_limit = 64};
 
 		if (inet_pton(AF_INET6, o->src, s6) != 1 || inet_pton(AF_INET6, o->dst, d6) != 1)
 			return 0;
@@ -95,8 +96,10 @@ static uint32_t build_datagram(const struct fs_opts *o, uint8_t *buf, int *v6)
 		memcpy(buf, &ip, sizeof(ip));
 		udp = buf + RXP_IPV6_HLEN;
 	} else {
-		struct rxp_iphdr ip = { .ver_ihl = 0x45, .tot_len = htons((uint16_t)(20 + ulen)),
-					.ttl = 64, .protocol = RXP_IPPROTO_UDP };
+		struct rxp_iphdr ip = {.ver_ihl = 0x45,
+				       .tot_len = htons((uint16_t)(20 + ulen)),
+				       .ttl = 64,
+				       .protocol = RXP_IPPROTO_UDP};
 
 		if (inet_pton(AF_INET, o->src, &s4) != 1 || inet_pton(AF_INET, o->dst, &d4) != 1)
 			return 0;
@@ -115,10 +118,10 @@ static uint32_t build_datagram(const struct fs_opts *o, uint8_t *buf, int *v6)
 
 static int send_frames(const struct fs_opts *o, struct rxp_pkt_queue *q, int v6)
 {
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_halen = 6 };
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_halen = 6};
 	struct rxp_pkt *f, *arr[2048];
 	uint8_t frame[65536 + RXP_ETH_HLEN];
-	struct rxp_ethhdr eh = { .src = { 0x02, 0, 0, 0, 0, 5 } };
+	struct rxp_ethhdr eh = {.src = {0x02, 0, 0, 0, 0, 5}};
 	unsigned n = 0;
 	int fd, rc = 0;
 
@@ -168,10 +171,10 @@ static void static_release(struct rxp_page *pg)
 
 static int fragsend_main(int argc, char **argv)
 {
-	struct fs_opts o = { .sport = 4000, .dport = 5000, .size = 4000, .mtu = 1500, .seed = 1 };
+	struct fs_opts o = {.sport = 4000, .dport = 5000, .size = 4000, .mtu = 1500, .seed = 1};
 	static uint8_t dgram[65536 + 64];
-	struct rxp_pktpool_config pc = { .name = "fragsend", .n_pkts = 2048, .n_bufs = 2048,
-					 .n_large = 32 };
+	struct rxp_pktpool_config pc = {
+		.name = "fragsend", .n_pkts = 2048, .n_bufs = 2048, .n_large = 32};
 	struct rxp_pktpool *pp;
 	struct rxp_ipid_table *ids;
 	struct rxp_pkt_queue q;
@@ -279,5 +282,5 @@ out:
 	return rc;
 }
 
-RXP_COMMAND(fragsend, "fragsend", "(test helper) fragment a UDP datagram and send it over AF_PACKET",
-	    fragsend_main);
+RXP_COMMAND(fragsend, "fragsend",
+	    "(test helper) fragment a UDP datagram and send it over AF_PACKET", fragsend_main);

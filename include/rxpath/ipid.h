@@ -76,15 +76,15 @@ uint32_t rxp_ipid_n_buckets(const struct rxp_ipid_table *t);
  * addresses in network order. Thread-safe; lock-free. The *_at variant
  * takes the tick instead of reading the clock. The result is the low 16
  * bits of the 32-bit bucket counter. */
-uint16_t rxp_ipid_reserve(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr,
-			  uint8_t proto, uint32_t segs);
+uint16_t rxp_ipid_reserve(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr, uint8_t proto,
+			  uint32_t segs);
 uint16_t rxp_ipid_reserve_at(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr,
 			     uint8_t proto, uint32_t segs, uint32_t now);
 
 /* The ID to write into one IPv4 header: 0 for an atomic datagram (DF set
  * and not to be fragmented, RFC 6864), else one ID from the table. */
-uint16_t rxp_ipid_select_v4(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr,
-			    uint8_t proto, bool atomic);
+uint16_t rxp_ipid_select_v4(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr, uint8_t proto,
+			    bool atomic);
 
 /* A random non-zero 32-bit IPv6 fragment identification (host order). */
 uint32_t rxp_ipid_v6(void);

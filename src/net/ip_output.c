@@ -29,16 +29,16 @@
 
 /* Internal results: 0, or a drop reason encoded as a negative number
  * (reason 0, not_specified, must stay distinct from success). */
-#define FAIL(reason) (-(int)(reason) - 1)
-#define FAIL_REASON(rc) ((enum rxp_drop_reason)(-(rc) - 1))
+#define FAIL(reason) (-(int)(reason)-1)
+#define FAIL_REASON(rc) ((enum rxp_drop_reason)(-(rc)-1))
 
 /* ---- cursor over the original's bytes ------------------------------------ */
 
 struct cursor {
 	const struct rxp_pkt *src; /* the packet being fragmented */
-	const struct rxp_pkt *m;   /* src or one of its frag_list members */
-	int idx;                   /* -1: m's linear part; else m->frags[idx] */
-	uint32_t pos;              /* bytes of that segment already taken */
+	const struct rxp_pkt *m; /* src or one of its frag_list members */
+	int idx; /* -1: m's linear part; else m->frags[idx] */
+	uint32_t pos; /* bytes of that segment already taken */
 };
 
 /* One run of contiguous bytes: copy from ptr (page NULL), or reference
@@ -254,7 +254,7 @@ static int fragment_v4(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table 
 	else
 		id = ip.id;
 
-	c = (struct cursor){ .src = pkt, .m = pkt, .idx = -1 };
+	c = (struct cursor){.src = pkt, .m = pkt, .idx = -1};
 	skip(&c, hlen);
 	left = tot - hlen;
 	while (left) {
@@ -266,7 +266,8 @@ static int fragment_v4(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table 
 
 		if (hl + n > mtu)
 			n = max;
-		off = (uint16_t)(((base + pos) / 8) | (n < left || (frag & RXP_IP_MF) ? RXP_IP_MF : 0));
+		off = (uint16_t)(((base + pos) / 8) |
+				 (n < left || (frag & RXP_IP_MF) ? RXP_IP_MF : 0));
 		fh->tot_len = htons((uint16_t)(hl + n));
 		fh->id = id;
 		fh->frag_off = htons(off);
@@ -291,8 +292,7 @@ static int fragment_v4(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table 
  * length and *nh_off to the offset of the Next Header byte that will name
  * the fragment header. Returns 0, or a negated drop reason.
  */
-static int v6_unfragmentable(const uint8_t *p, uint32_t len, uint32_t *unfrag,
-			     uint32_t *nh_off)
+static int v6_unfragmentable(const uint8_t *p, uint32_t len, uint32_t *unfrag, uint32_t *nh_off)
 {
 	uint32_t off = RXP_IPV6_HLEN;
 	uint8_t nh = p[6];
@@ -364,7 +364,7 @@ static int fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_pkt_queue *
 	fh.id = htonl(id);
 	h[nh_off] = RXP_IPPROTO_FRAGMENT;
 
-	c = (struct cursor){ .src = pkt, .m = pkt, .idx = -1 };
+	c = (struct cursor){.src = pkt, .m = pkt, .idx = -1};
 	skip(&c, unfrag);
 	left = tot - unfrag;
 	while (left) {
@@ -374,7 +374,7 @@ static int fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_pkt_queue *
 
 		fh.frag_off = htons((uint16_t)(pos | (n < left ? RXP_IP6_MF : 0)));
 		memcpy(h + unfrag, &fh, sizeof(fh));
-		memcpy(h + 4, &(uint16_t){ htons(plen) }, 2);
+		memcpy(h + 4, &(uint16_t){htons(plen)}, 2);
 		f = build(&c, h, unfrag + RXP_IPV6_FRAGHDR_LEN, n);
 		if (!f)
 			return FAIL(RXP_DROP_NOMEM);

@@ -104,7 +104,7 @@ static uint32_t buckets_from_memory(void)
 
 struct rxp_ipid_table *rxp_ipid_create(const struct rxp_ipid_config *cfg)
 {
-	struct rxp_ipid_config def = { 0 };
+	struct rxp_ipid_config def = {0};
 	struct rxp_ipid_table *t;
 	uint32_t n, now;
 
@@ -122,9 +122,9 @@ struct rxp_ipid_table *rxp_ipid_create(const struct rxp_ipid_config *cfg)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	t->buckets = aligned_alloc(RXP_CACHELINE,
-				   RXP_ALIGN_UP((size_t)n * sizeof(struct ipid_bucket),
-						(size_t)RXP_CACHELINE));
+	t->buckets =
+		aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP((size_t)n * sizeof(struct ipid_bucket),
+							  (size_t)RXP_CACHELINE));
 	if (!t->buckets) {
 		free(t);
 		errno = ENOMEM;
@@ -188,9 +188,8 @@ static uint32_t reserve_bucket(struct ipid_bucket *b, uint32_t segs, uint32_t no
 
 	/* One try, not a loop: whoever loses the race saw the stamp move to
 	 * this tick already, and the winner's jump covers both. */
-	if (old != now && atomic_compare_exchange_strong_explicit(&b->stamp, &old, now,
-								  memory_order_relaxed,
-								  memory_order_relaxed))
+	if (old != now && atomic_compare_exchange_strong_explicit(
+				  &b->stamp, &old, now, memory_order_relaxed, memory_order_relaxed))
 		delta = rng_below(now - old);
 	return atomic_fetch_add_explicit(&b->counter, segs + delta, memory_order_relaxed) + delta;
 }
@@ -203,14 +202,14 @@ uint16_t rxp_ipid_reserve_at(struct rxp_ipid_table *t, uint32_t saddr, uint32_t 
 	return (uint16_t)reserve_bucket(&t->buckets[i], segs, now);
 }
 
-uint16_t rxp_ipid_reserve(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr,
-			  uint8_t proto, uint32_t segs)
+uint16_t rxp_ipid_reserve(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr, uint8_t proto,
+			  uint32_t segs)
 {
 	return rxp_ipid_reserve_at(t, saddr, daddr, proto, segs, t->clock(t->clock_arg));
 }
 
-uint16_t rxp_ipid_select_v4(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr,
-			    uint8_t proto, bool atomic)
+uint16_t rxp_ipid_select_v4(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr, uint8_t proto,
+			    bool atomic)
 {
 	return atomic ? 0 : rxp_ipid_reserve(t, saddr, daddr, proto, 1);
 }
@@ -225,8 +224,7 @@ void rxp_ipid_bucket_set(struct rxp_ipid_table *t, uint32_t bucket, uint32_t cou
 
 uint32_t rxp_ipid_bucket_counter(const struct rxp_ipid_table *t, uint32_t bucket)
 {
-	return atomic_load_explicit(&t->buckets[bucket & t->mask].counter,
-				    memory_order_relaxed);
+	return atomic_load_explicit(&t->buckets[bucket & t->mask].counter, memory_order_relaxed);
 }
 
 /* ---- IPv6 ----------------------------------------------------------------- */

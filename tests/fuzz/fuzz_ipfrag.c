@@ -51,9 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	if (!pp) {
-		struct rxp_pktpool_config c = { .name = "fuzz", .n_pkts = 4096, .n_bufs = 4096,
-						.n_large = 64 };
-		struct rxp_ipid_config ic = { .n_buckets = 1024 };
+		struct rxp_pktpool_config c = {
+			.name = "fuzz", .n_pkts = 4096, .n_bufs = 4096, .n_large = 64};
+		struct rxp_ipid_config ic = {.n_buckets = 1024};
 
 		pp = rxp_pktpool_create(&c);
 		ids = rxp_ipid_create(&ic);

@@ -31,7 +31,10 @@ static unsigned scale(void)
 static struct rxp_pktpool *mkpool(unsigned n)
 {
 	struct rxp_pktpool_config c = {
-		.name = "frag", .n_pkts = n, .n_bufs = n, .n_large = 48,
+		.name = "frag",
+		.n_pkts = n,
+		.n_bufs = n,
+		.n_large = 48,
 	};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 
@@ -41,7 +44,7 @@ static struct rxp_pktpool *mkpool(unsigned n)
 
 static struct rxp_ipid_table *mkids(void)
 {
-	struct rxp_ipid_config c = { .n_buckets = 1u << 16 };
+	struct rxp_ipid_config c = {.n_buckets = 1u << 16};
 	struct rxp_ipid_table *t = rxp_ipid_create(&c);
 
 	assert_non_null(t);
@@ -58,7 +61,8 @@ static struct rxp_pkt *mkpkt(struct rxp_pktpool *pp, struct rxpt_rng *r, enum la
 			     const uint8_t *hdr, uint32_t hlen, const uint8_t *payload,
 			     uint32_t plen)
 {
-	uint32_t lin = lay == LINEAR ? plen : (uint32_t)rxpt_rng_below(r, plen < 64 ? plen + 1 : 64);
+	uint32_t lin =
+		lay == LINEAR ? plen : (uint32_t)rxpt_rng_below(r, plen < 64 ? plen + 1 : 64);
 	struct rxp_pkt *p = rxp_pkt_alloc(pp, hlen + lin);
 	uint32_t done = lin;
 
@@ -68,7 +72,9 @@ static struct rxp_pkt *mkpkt(struct rxp_pktpool *pp, struct rxpt_rng *r, enum la
 	if (lay == PAGE_FRAGS) {
 		for (unsigned i = 0; done < plen; i++) {
 			uint32_t left = plen - done, k = RXP_MAX_FRAGS - i;
-			uint32_t sz = k == 1 ? left : 1 + (uint32_t)rxpt_rng_below(r, left < 8000 ? left : 8000);
+			uint32_t sz =
+				k == 1 ? left
+				       : 1 + (uint32_t)rxpt_rng_below(r, left < 8000 ? left : 8000);
 			struct rxp_page *pg = rxpt_page_new(sz + 16);
 
 			memcpy(pg->addr + 16, payload + done, sz);
@@ -85,7 +91,8 @@ static struct rxp_pkt *mkpkt(struct rxp_pktpool *pp, struct rxpt_rng *r, enum la
 			memcpy(rxp_pkt_put(m, sz), payload + done, sz);
 			/* some members carry a page frag too */
 			if (left > sz && rxpt_rng_below(r, 2)) {
-				uint32_t s2 = 1 + (uint32_t)rxpt_rng_below(r, left - sz < 3000 ? left - sz : 3000);
+				uint32_t s2 = 1 + (uint32_t)rxpt_rng_below(
+							  r, left - sz < 3000 ? left - sz : 3000);
 				struct rxp_page *pg = rxpt_page_new(s2);
 
 				memcpy(pg->addr, payload + done + sz, s2);
@@ -112,14 +119,14 @@ static void *xcopy(const struct rxp_pkt *p)
 struct expect {
 	int v6;
 	uint32_t mtu;
-	const uint8_t *hdr1;   /* header of the first fragment (v4) / unfrag part (v6) */
+	const uint8_t *hdr1; /* header of the first fragment (v4) / unfrag part (v6) */
 	uint32_t hlen1;
-	const uint8_t *hdr2;   /* v4: header of later fragments */
+	const uint8_t *hdr2; /* v4: header of later fragments */
 	uint32_t hlen2;
-	uint32_t nh_off;       /* v6 */
+	uint32_t nh_off; /* v6 */
 	const uint8_t *payload;
 	uint32_t plen;
-	uint32_t base;         /* v4: offset of the original (refragmenting) */
+	uint32_t base; /* v4: offset of the original (refragmenting) */
 	int orig_mf;
 	int keep_id;
 	uint16_t id;
@@ -245,9 +252,9 @@ static uint32_t sample_plen(struct rxpt_rng *r, uint32_t mtu, uint32_t hlen, uin
 static uint32_t v4_header(uint8_t *h, struct rxpt_rng *r, uint32_t plen, uint8_t *h2,
 			  uint32_t *hlen2)
 {
-	static const uint8_t opts[20] = { 0x83, 7, 4, 10, 0, 0, 9, 1, 0x07, 7, 4, 0, 0, 0, 0,
-					  0x94, 4, 0, 0, 0 };
-	static const uint8_t copied[12] = { 0x83, 7, 4, 10, 0, 0, 9, 0x94, 4, 0, 0, 0 };
+	static const uint8_t opts[20] = {0x83, 7, 4, 10, 0, 0,	  9, 1, 0x07, 7,
+					 4,    0, 0, 0,	 0, 0x94, 4, 0, 0,    0};
+	static const uint8_t copied[12] = {0x83, 7, 4, 10, 0, 0, 9, 0x94, 4, 0, 0, 0};
 	uint32_t hlen = rxpt_rng_below(r, 2) ? 40 : 20;
 	struct rxp_iphdr ip = {
 		.ver_ihl = (uint8_t)(0x40 | hlen / 4),
@@ -296,7 +303,8 @@ static void test_property_v4(void **state)
 			plen = 65535 - hlen;
 		((struct rxp_iphdr *)h)->tot_len = htons((uint16_t)(hlen + plen));
 		rxpt_fill(payload, plen, i);
-		struct rxp_pkt *p = mkpkt(pp, &r, (enum layout)(i % N_LAYOUTS), h, hlen, payload, plen);
+		struct rxp_pkt *p =
+			mkpkt(pp, &r, (enum layout)(i % N_LAYOUTS), h, hlen, payload, plen);
 		rxp_pkt_queue_init(&q);
 		rc = rxp_ip_fragment(p, mtu, ids, &q);
 		if (hlen + plen <= mtu) {
@@ -307,8 +315,13 @@ static void test_property_v4(void **state)
 		if (rc < 0)
 			fail_msg("case %u: rc %d (seed %llu)", i, rc, (unsigned long long)seed);
 		assert_int_equal((unsigned)rc, q.len);
-		struct expect e = { .mtu = mtu, .hdr1 = h, .hlen1 = hlen, .hdr2 = h2,
-				    .hlen2 = hlen2, .payload = payload, .plen = plen };
+		struct expect e = {.mtu = mtu,
+				   .hdr1 = h,
+				   .hlen1 = hlen,
+				   .hdr2 = h2,
+				   .hlen2 = hlen2,
+				   .payload = payload,
+				   .plen = plen};
 		frags += check_frags(&q, &e);
 	}
 	print_message("ipfrag v4: %u datagrams, %u fragments checked\n", cases, frags);
@@ -320,8 +333,8 @@ static void test_property_v4(void **state)
 /* IPv6 with a random chain of extension headers before the payload. */
 static uint32_t v6_header(uint8_t *h, struct rxpt_rng *r, uint32_t *nh_off, uint32_t *unfrag)
 {
-	static const uint8_t kinds[] = { RXP_IPPROTO_HOPOPTS, RXP_IPPROTO_DSTOPTS,
-					 RXP_IPPROTO_ROUTING, RXP_IPPROTO_DSTOPTS };
+	static const uint8_t kinds[] = {RXP_IPPROTO_HOPOPTS, RXP_IPPROTO_DSTOPTS,
+					RXP_IPPROTO_ROUTING, RXP_IPPROTO_DSTOPTS};
 	uint32_t off = RXP_IPV6_HLEN, last_nh = 6;
 	unsigned n = (unsigned)rxpt_rng_below(r, 5);
 
@@ -376,7 +389,8 @@ static void test_property_v6(void **state)
 		memcpy(h + 4, &pl, 2);
 		memcpy(payload, h + unfrag, hlen - unfrag);
 		rxpt_fill(payload + (hlen - unfrag), tail, i);
-		struct rxp_pkt *p = mkpkt(pp, &r, (enum layout)(i % N_LAYOUTS), h, unfrag, payload, plen);
+		struct rxp_pkt *p =
+			mkpkt(pp, &r, (enum layout)(i % N_LAYOUTS), h, unfrag, payload, plen);
 		rxp_pkt_queue_init(&q);
 		rc = rxp_ip_fragment(p, mtu, NULL, &q);
 		if (unfrag + plen <= mtu) {
@@ -386,8 +400,13 @@ static void test_property_v6(void **state)
 		}
 		if (rc < 0)
 			fail_msg("case %u: rc %d (seed %llu)", i, rc, (unsigned long long)seed);
-		struct expect e = { .v6 = 1, .mtu = mtu, .hdr1 = h, .hlen1 = unfrag,
-				    .nh_off = nh_off, .payload = payload, .plen = plen };
+		struct expect e = {.v6 = 1,
+				   .mtu = mtu,
+				   .hdr1 = h,
+				   .hlen1 = unfrag,
+				   .nh_off = nh_off,
+				   .payload = payload,
+				   .plen = plen};
 		frags += check_frags(&q, &e);
 	}
 	print_message("ipfrag v6: %u datagrams, %u fragments checked\n", cases, frags);
@@ -436,9 +455,14 @@ static void test_zero_copy(void **state)
 static struct rxp_pkt *v4_simple(struct rxp_pktpool *pp, uint32_t plen, uint16_t frag_off)
 {
 	struct rxp_pkt *p = rxp_pkt_alloc(pp, 20 + plen);
-	struct rxp_iphdr ip = { .ver_ihl = 0x45, .tot_len = htons((uint16_t)(20 + plen)),
-				.id = htons(0x4242), .frag_off = htons(frag_off), .ttl = 1,
-				.protocol = 17, .saddr = 1, .daddr = 2 };
+	struct rxp_iphdr ip = {.ver_ihl = 0x45,
+			       .tot_len = htons((uint16_t)(20 + plen)),
+			       .id = htons(0x4242),
+			       .frag_off = htons(frag_off),
+			       .ttl = 1,
+			       .protocol = 17,
+			       .saddr = 1,
+			       .daddr = 2};
 
 	memcpy(rxp_pkt_put(p, 20), &ip, 20);
 	rxpt_fill(rxp_pkt_put(p, plen), plen, 3);
@@ -486,8 +510,8 @@ static void test_refusals(void **state)
 	/* malformed option */
 	p = rxp_pkt_alloc(pp, 200);
 	{
-		uint8_t h[24] = { 0x46, 0, 0, 124, 0, 0, 0, 0, 1, 17, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0,
-				  0x83, 9, 0, 0 };
+		uint8_t h[24] = {0x46, 0, 0, 124, 0, 0, 0, 0, 1,    17, 0, 0,
+				 1,    0, 0, 0,	  2, 0, 0, 0, 0x83, 9,	0, 0};
 		memcpy(rxp_pkt_put(p, 24), h, 24);
 		memset(rxp_pkt_put(p, 100), 0, 100);
 	}
@@ -507,7 +531,7 @@ static void test_v6_refusals(void **state)
 	struct rxp_pktpool *pp = mkpool(64);
 	struct rxp_pkt_queue q;
 	struct rxp_pkt *p;
-	uint8_t h[48] = { 0x60 };
+	uint8_t h[48] = {0x60};
 
 	rxp_pkt_queue_init(&q);
 	/* MTU below 1280 */
@@ -548,9 +572,17 @@ static void test_refragment(void **state)
 	memcpy(payload, p->data + 20, 1000);
 	rxp_pkt_queue_init(&q);
 	assert_int_equal(rxp_ip_fragment(p, 300, ids, &q), 4);
-	struct expect e = { .mtu = 300, .hdr1 = h, .hlen1 = 20, .hdr2 = h, .hlen2 = 20,
-			    .payload = payload, .plen = 1000, .base = 800, .orig_mf = 1,
-			    .keep_id = 1, .id = htons(0x4242) };
+	struct expect e = {.mtu = 300,
+			   .hdr1 = h,
+			   .hlen1 = 20,
+			   .hdr2 = h,
+			   .hlen2 = 20,
+			   .payload = payload,
+			   .plen = 1000,
+			   .base = 800,
+			   .orig_mf = 1,
+			   .keep_id = 1,
+			   .id = htons(0x4242)};
 	assert_int_equal(check_frags(&q, &e), 4);
 	free(payload);
 	rxp_ipid_destroy(ids);
@@ -560,8 +592,11 @@ static void test_refragment(void **state)
 /* Out of packets half way: nothing reaches the caller, nothing leaks. */
 static void test_nomem(void **state)
 {
-	struct rxp_pktpool_config c = { .name = "tiny", .n_pkts = 8, .n_bufs = 8, .n_large = 2,
-					.cache_size = RXP_POOL_NO_CACHE };
+	struct rxp_pktpool_config c = {.name = "tiny",
+				       .n_pkts = 8,
+				       .n_bufs = 8,
+				       .n_large = 2,
+				       .cache_size = RXP_POOL_NO_CACHE};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 	struct rxp_ipid_table *ids = mkids();
 	struct rxp_pkt_queue q;
@@ -578,12 +613,9 @@ static void test_nomem(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_property_v4),
-		cmocka_unit_test(test_property_v6),
-		cmocka_unit_test(test_zero_copy),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_v6_refusals),
-		cmocka_unit_test(test_refragment),
+		cmocka_unit_test(test_property_v4), cmocka_unit_test(test_property_v6),
+		cmocka_unit_test(test_zero_copy),   cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_v6_refusals), cmocka_unit_test(test_refragment),
 		cmocka_unit_test(test_nomem),
 	};
 

@@ -27,7 +27,7 @@ static unsigned scale(void)
 
 static struct rxp_ipid_table *mktable(uint32_t n, const uint8_t *key)
 {
-	struct rxp_ipid_config c = { .n_buckets = n, .key = key };
+	struct rxp_ipid_config c = {.n_buckets = n, .key = key};
 	struct rxp_ipid_table *t = rxp_ipid_create(&c);
 
 	assert_non_null(t);
@@ -37,7 +37,7 @@ static struct rxp_ipid_table *mktable(uint32_t n, const uint8_t *key)
 static void test_create_sizes(void **state)
 {
 	struct rxp_ipid_table *t = rxp_ipid_create(NULL);
-	struct rxp_ipid_config bad = { .n_buckets = 1000 };
+	struct rxp_ipid_config bad = {.n_buckets = 1000};
 
 	assert_non_null(t);
 	assert_true(rxp_ipid_n_buckets(t) >= RXP_IPID_MIN_BUCKETS);
@@ -71,7 +71,9 @@ static void test_unique_window_one_thread(void **state)
 		/* Budget: IDs plus the largest possible jumps stay < 2^16. */
 		while (used < 40000) {
 			uint32_t segs = 1 + (uint32_t)rxpt_rng_below(&r, 8);
-			uint32_t step = rxpt_rng_below(&r, 64) == 0 ? 1 + (uint32_t)rxpt_rng_below(&r, 4) : 0;
+			uint32_t step = rxpt_rng_below(&r, 64) == 0
+						? 1 + (uint32_t)rxpt_rng_below(&r, 4)
+						: 0;
 			uint16_t id;
 
 			now += step;
@@ -125,7 +127,7 @@ static void test_unique_threads(void **state)
 		memset(seen, 0, sizeof(seen));
 		pthread_barrier_init(&bar, NULL, NT);
 		for (int i = 0; i < NT; i++) {
-			a[i] = (struct mt_arg){ .t = t, .bar = &bar, .n = per };
+			a[i] = (struct mt_arg){.t = t, .bar = &bar, .n = per};
 			a[i].out = malloc(per * sizeof(uint16_t));
 			assert_int_equal(pthread_create(&th[i], NULL, mt_worker, &a[i]), 0);
 		}
@@ -177,8 +179,9 @@ static void test_no_shared_counter(void **state)
 		int same = 0;
 
 		for (uint32_t i = 1; i < 64; i++)
-			same += (uint16_t)(rxp_ipid_reserve_at(t, SRC, 0x0a0b0c00u + (i << 24), 6, 1,
-							       7) - i) == first;
+			same += (uint16_t)(rxp_ipid_reserve_at(t, SRC, 0x0a0b0c00u + (i << 24), 6,
+							       1, 7) -
+					   i) == first;
 		assert_true(same < 8);
 	}
 	rxp_ipid_destroy(t);
@@ -187,14 +190,15 @@ static void test_no_shared_counter(void **state)
 /* Same key, same tuple, two tables: the same bucket, unrelated counters. */
 static void test_tables_start_apart(void **state)
 {
-	uint8_t key[RXP_IPID_KEY_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	uint8_t key[RXP_IPID_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 	struct rxp_ipid_table *a = mktable(1u << 16, key), *b = mktable(1u << 16, key);
 	int equal = 0;
 
 	for (uint32_t i = 0; i < 32; i++) {
 		uint32_t d = DST + (i << 24);
 
-		assert_int_equal(rxp_ipid_bucket_of(a, SRC, d, 17), rxp_ipid_bucket_of(b, SRC, d, 17));
+		assert_int_equal(rxp_ipid_bucket_of(a, SRC, d, 17),
+				 rxp_ipid_bucket_of(b, SRC, d, 17));
 		equal += rxp_ipid_reserve_at(a, SRC, d, 17, 1, 1) ==
 			 rxp_ipid_reserve_at(b, SRC, d, 17, 1, 1);
 	}
@@ -206,7 +210,7 @@ static void test_tables_start_apart(void **state)
 /* Another key, another mapping; and the mapping covers the table. */
 static void test_key_changes_mapping(void **state)
 {
-	uint8_t k1[RXP_IPID_KEY_LEN] = { 1 }, k2[RXP_IPID_KEY_LEN] = { 2 };
+	uint8_t k1[RXP_IPID_KEY_LEN] = {1}, k2[RXP_IPID_KEY_LEN] = {2};
 	struct rxp_ipid_table *a = mktable(1u << 16, k1), *b = mktable(1u << 16, k2);
 	struct rxp_ipid_table *c = mktable(1u << 16, k1);
 	unsigned same_ab = 0, n = 4096;
@@ -222,7 +226,7 @@ static void test_key_changes_mapping(void **state)
 		distinct += !hit[ba];
 		hit[ba] = 1;
 	}
-	assert_true(same_ab < 8);          /* expected n / 65536 < 1 */
+	assert_true(same_ab < 8); /* expected n / 65536 < 1 */
 	assert_true(distinct > n * 9 / 10); /* expected ~ n - n^2/2^17 */
 	rxp_ipid_destroy(a);
 	rxp_ipid_destroy(b);
