@@ -589,6 +589,41 @@ static void test_refragment(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+static uint32_t fixed_tick(void *arg)
+{
+	return *(uint32_t *)arg;
+}
+
+/* A whole datagram's fragments carry the next ID of its (src, dst, proto)
+ * bucket in the generator. */
+static void test_id_from_generator(void **state)
+{
+	static uint32_t tick = 77;
+	struct rxp_ipid_config ic = {
+		.n_buckets = 1u << 16, .clock = fixed_tick, .clock_arg = &tick};
+	struct rxp_ipid_table *ids = rxp_ipid_create(&ic);
+	struct rxp_pktpool *pp = mkpool(64);
+	struct rxp_pkt_queue q;
+	uint32_t b = rxp_ipid_bucket_of(ids, 1, 2, 17);
+
+	assert_non_null(ids);
+	rxp_ipid_bucket_set(ids, b, 0x1234fffe, tick);
+	rxp_pkt_queue_init(&q);
+	for (int k = 0; k < 3; k++) {
+		struct rxp_pkt *f;
+
+		assert_int_equal(rxp_ip_fragment(v4_simple(pp, 2000, 0), 1500, ids, &q), 2);
+		while ((f = rxp_pkt_dequeue(&q))) {
+			assert_int_equal(ntohs(((struct rxp_iphdr *)f->data)->id),
+					 (uint16_t)(0xfffe + k));
+			rxp_pkt_consume(f);
+		}
+	}
+	assert_int_equal(rxp_ipid_bucket_counter(ids, b), 0x12350001);
+	rxp_ipid_destroy(ids);
+	rxpt_pktpool_teardown(pp);
+}
+
 /* Out of packets half way: nothing reaches the caller, nothing leaks. */
 static void test_nomem(void **state)
 {
@@ -613,10 +648,10 @@ static void test_nomem(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_property_v4), cmocka_unit_test(test_property_v6),
-		cmocka_unit_test(test_zero_copy),   cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_v6_refusals), cmocka_unit_test(test_refragment),
-		cmocka_unit_test(test_nomem),
+		cmocka_unit_test(test_property_v4),	  cmocka_unit_test(test_property_v6),
+		cmocka_unit_test(test_zero_copy),	  cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_v6_refusals),	  cmocka_unit_test(test_refragment),
+		cmocka_unit_test(test_id_from_generator), cmocka_unit_test(test_nomem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
