@@ -27,7 +27,9 @@
  * (instructions per call = Ir / 1,000,000).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -282,9 +284,9 @@ static void plot(const struct bench_opts *o, const int *tc, int ntc, double res[
 	if (system("command -v gnuplot >/dev/null 2>&1"))
 		return;
 	snprintf(cmd, sizeof(cmd),
-		 "gnuplot -e \"set terminal png size 900,560; set output '%s/ipid_threads.png';"
+		 "gnuplot -e \"set terminal png size 1100,560; set output '%s/ipid_threads.png';"
 		 " set title 'IPv4 ID reservation cost'; set xlabel 'threads';"
-		 " set ylabel 'ns per reservation'; set key left top; set logscale x 2;"
+		 " set ylabel 'ns per reservation'; set key outside right; set logscale x 2;"
 		 " plot '%s' u 1:2 w lp t '(a) cmpxchg, one bucket',"
 		 " '' u 1:3 w lp t '(b) fetch-add, one bucket',"
 		 " '' u 1:4 w lp t '(c) rxpath, one bucket',"
@@ -352,6 +354,8 @@ int main(int argc, char **argv)
 				  vname[VA2]);
 		}
 	}
+	if (o.outdir && mkdir(o.outdir, 0755) && errno != EEXIST)
+		fprintf(stderr, "bench ipid: cannot create %s\n", o.outdir);
 	bench_report(&tab, &o);
 	if (o.outdir)
 		plot(&o, tc, ntc, res);

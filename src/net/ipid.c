@@ -18,6 +18,7 @@
  *     silence a signed-overflow report).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +57,29 @@ _Static_assert(crypto_shorthash_KEYBYTES == RXP_IPID_KEY_LEN, "SipHash key is 12
 static __thread uint64_t rng_state;
 static __thread bool rng_seeded;
 
+#define V6_BATCH 64
+static __thread uint32_t v6_buf[V6_BATCH];
+static __thread unsigned v6_left;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A forked child inherits the forking thread's random state: without this
+ * it would repeat the parent's next IPv6 IDs and jumps. */
+static void atfork_child(void)
+{
+	rng_seeded = false;
+	v6_left = 0;
+	sodium_memzero(v6_buf, sizeof(v6_buf));
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
 static uint32_t rng_u32(void)
 {
 	if (rxp_unlikely(!rng_seeded)) {
+		pthread_once(&atfork_once, atfork_register);
 		randombytes_buf(&rng_state, sizeof(rng_state));
 		rng_seeded = true;
 	}
@@ -230,19 +251,17 @@ uint32_t rxp_ipid_bucket_counter(const struct rxp_ipid_table *t, uint32_t bucket
 /* ---- IPv6 ----------------------------------------------------------------- */
 
 /*
- * IPv6 IDs come from the OS CSPRNG (libsodium randombytes), 64 at a time
- * per thread so that one datagram does not cost one getrandom() call.
+ * IPv6 IDs come from the OS CSPRNG (libsodium randombytes), V6_BATCH at a
+ * time per thread (the buffer is above) so that one datagram does not cost
+ * one getrandom() call.
  */
-#define V6_BATCH 64
-static __thread uint32_t v6_buf[V6_BATCH];
-static __thread unsigned v6_left;
-
 uint32_t rxp_ipid_v6(void)
 {
 	uint32_t id;
 
 	do {
 		if (rxp_unlikely(!v6_left)) {
+			pthread_once(&atfork_once, atfork_register);
 			/* Idempotent; libsodium's randombytes
 			 * works (and aborts itself without
 			 * entropy) even if this failed. */

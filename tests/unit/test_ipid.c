@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rxpath/ipid.h"
 #include "rxptest.h"
@@ -314,6 +316,33 @@ static void test_atomic_and_v6(void **state)
 	rxp_ipid_destroy(t);
 }
 
+/* A forked child does not repeat the parent's next IPv6 IDs. */
+static void test_v6_fork(void **state)
+{
+	uint32_t mine[4], theirs[4] = {0};
+	int fd[2], same = 0;
+	pid_t pid;
+
+	(void)rxp_ipid_v6(); /* fill this thread's batch */
+	assert_int_equal(pipe(fd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < 4; i++)
+			theirs[i] = rxp_ipid_v6();
+		_exit(write(fd[1], theirs, sizeof(theirs)) == sizeof(theirs) ? 0 : 1);
+	}
+	for (int i = 0; i < 4; i++)
+		mine[i] = rxp_ipid_v6();
+	assert_int_equal(read(fd[0], theirs, sizeof(theirs)), sizeof(theirs));
+	waitpid(pid, NULL, 0);
+	close(fd[0]);
+	close(fd[1]);
+	for (int i = 0; i < 4; i++)
+		same += mine[i] == theirs[i];
+	assert_int_equal(same, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_idle_jump),
 		cmocka_unit_test(test_wrap),
 		cmocka_unit_test(test_atomic_and_v6),
+		cmocka_unit_test(test_v6_fork),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
