@@ -53,12 +53,16 @@ struct rxp_ipid_table;
  * Returns the number of packets appended (1 when pkt fit), or a negative
  * errno after dropping pkt with a counted reason and appending nothing:
  *   -EINVAL    malformed header (ip_bad_header, ipv6_bad_exthdr,
- *              ip_truncated), already an IPv6 fragment, no ID table
+ *              ip_truncated), already an IPv6 fragment (ipv6_bad_exthdr),
+ *              an IPv4 datagram to cut and no ID table (not_specified)
  *   -EMSGSIZE  DF set and too big (frag_needed_df); MTU below the
  *              family's minimum or too small for the headers
  *              (frag_out_bad_mtu)
  *   -ENOMEM    out of packets or buffers (nomem)
  *   -EOPNOTSUPP a frag_list member that has its own frag_list
+ *              (not_specified)
+ * A packet that fits is checked as above first (a malformed one is dropped
+ * even though it would not need cutting); a fitting DF packet passes.
  */
 int rxp_ip_fragment(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table *ids,
 		    struct rxp_pkt_queue *out);
