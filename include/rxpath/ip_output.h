@@ -61,8 +61,9 @@ struct rxp_ipid_table;
  *   -ENOMEM    out of packets or buffers (nomem)
  *   -EOPNOTSUPP a frag_list member that has its own frag_list
  *              (not_specified)
- * A packet that fits is checked as above first (a malformed one is dropped
- * even though it would not need cutting); a fitting DF packet passes.
+ * A packet that fits is still checked: its IPv4 header and options, or its
+ * IPv6 header and length, must be well formed (its IPv6 extension headers
+ * are only walked when it has to be cut). A fitting DF packet passes.
  */
 int rxp_ip_fragment(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table *ids,
 		    struct rxp_pkt_queue *out);
