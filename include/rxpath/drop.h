@@ -47,6 +47,7 @@
 	X(FRAG_IPV6_INCOMPLETE, "frag_ipv6_incomplete_chain")                  \
 	/* net: output and UDP */                                              \
 	X(FRAG_NEEDED_DF, "frag_needed_df")                                    \
+	X(FRAG_OUT_BAD_MTU, "frag_out_bad_mtu")                                \
 	X(UDP_HDR, "udp_bad_header")                                           \
 	X(UDP_CSUM, "udp_bad_checksum")                                        \
 	X(UDP_NO_PORT, "udp_no_port")                                          \

@@ -1,0 +1,97 @@
+/*
+ * libFuzzer target for rxp_ip_fragment()'s input parsing and slicing.
+ *
+ * Input: 2 bytes MTU (big-endian), 1 byte layout (how many page frags the
+ * bytes after the first 64 are split into), then the packet itself, taken as
+ * an IPv4 or IPv6 datagram. Whatever comes back must fit the MTU when it
+ * was fragmented, and every packet and page must be returned afterwards:
+ * the target aborts on a leak.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxpath/ip_output.h"
+#include "rxpath/ipid.h"
+#include "rxpath/pkt.h"
+
+static struct rxp_pktpool *pp;
+static struct rxp_ipid_table *ids;
+static long pages_out;
+
+static void page_release(struct rxp_page *pg)
+{
+	pages_out--;
+	free(pg);
+}
+
+static struct rxp_page *page_new(const uint8_t *data, uint32_t size)
+{
+	struct rxp_page *pg = malloc(sizeof(*pg) + size);
+
+	if (!pg)
+		abort();
+	atomic_init(&pg->refcnt, 1);
+	pg->size = size;
+	pg->addr = (uint8_t *)(pg + 1);
+	pg->release = page_release;
+	pg->owner = NULL;
+	pg->priv = 0;
+	memcpy(pg->addr, data, size);
+	pages_out++;
+	return pg;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rxp_pkt_queue q;
+	struct rxp_pkt *p, *f;
+	uint32_t mtu, lin, nfr;
+	int rc;
+
+	if (!pp) {
+		struct rxp_pktpool_config c = {
+			.name = "fuzz", .n_pkts = 4096, .n_bufs = 4096, .n_large = 64};
+		struct rxp_ipid_config ic = {.n_buckets = 1024};
+
+		pp = rxp_pktpool_create(&c);
+		ids = rxp_ipid_create(&ic);
+		if (!pp || !ids)
+			abort();
+	}
+	if (size < 3 || size > 65535 + 3)
+		return 0;
+	mtu = (uint32_t)data[0] << 8 | data[1];
+	nfr = data[2] % (RXP_MAX_FRAGS + 1);
+	data += 3;
+	size -= 3;
+	lin = nfr && size > 64 ? 64 : (uint32_t)size;
+	p = rxp_pkt_alloc(pp, lin);
+	if (!p)
+		abort();
+	memcpy(rxp_pkt_put(p, lin), data, lin);
+	for (uint32_t i = 0, off = lin; off < size; i++) {
+		uint32_t left = (uint32_t)size - off;
+		uint32_t sz = i + 1 >= nfr ? left : (left + nfr - 1) / nfr;
+		struct rxp_page *pg = page_new(data + off, sz);
+
+		if (rxp_pkt_add_frag(p, pg, 0, sz, sz))
+			abort();
+		off += sz;
+	}
+	rxp_pkt_queue_init(&q);
+	rc = rxp_ip_fragment(p, mtu, ids, &q);
+	if (rc < 0 && q.len)
+		abort();
+	if (rc > 0 && (uint32_t)rc != q.len)
+		abort();
+	while ((f = rxp_pkt_dequeue(&q))) {
+		if (rc > 1 && f->len > (mtu > RXP_IP_MAX_MTU ? RXP_IP_MAX_MTU : mtu))
+			abort();
+		rxp_pkt_consume(f);
+	}
+	if (rxp_pktpool_pkts_outstanding(pp) || rxp_pktpool_bufs_outstanding(pp) || pages_out)
+		abort();
+	return 0;
+}

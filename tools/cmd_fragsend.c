@@ -1,0 +1,286 @@
+/*
+ * rxpath fragsend: build one UDP datagram, fragment it with rxpath's
+ * rxp_ip_fragment() (IDs from rxpath's generator) and send the fragments as
+ * Ethernet frames over AF_PACKET. A test helper (tests/netns/ipfrag_kernel.sh
+ * uses it so that the Linux kernel reassembles what rxpath cut); it needs
+ * CAP_NET_RAW. Payload byte i is (seed + i * 131) & 0xff.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "rxpath/ip_output.h"
+#include "rxpath/ipid.h"
+#include "rxpath/pkt.h"
+#include "rxpath/wire.h"
+
+struct fs_opts {
+	const char *ifname, *src, *dst, *dmac;
+	unsigned sport, dport, size, mtu, seed, reverse;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rxpath fragsend --if IFNAME --src ADDR --dst ADDR --dmac MAC\n"
+		   "                       [--sport N] [--dport N] [--size BYTES] [--mtu N]\n"
+		   "                       [--seed N] [--reverse]\n\n"
+		   "Builds one UDP datagram of BYTES payload (IPv4 or IPv6 by the address\n"
+		   "form), fragments it with rxp_ip_fragment() for MTU N and sends the\n"
+		   "fragments over AF_PACKET on IFNAME to MAC (in reverse order with\n"
+		   "--reverse). Payload byte i is (seed + i*131) & 0xff. Needs CAP_NET_RAW.\n");
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+static uint16_t udp_csum(const void *saddr, const void *daddr, unsigned alen, const uint8_t *udp,
+			 uint32_t len)
+{
+	uint32_t sum = rxp_csum_partial(saddr, alen, 0);
+	uint16_t x;
+
+	sum = rxp_csum_partial(daddr, alen, sum);
+	x = htons(RXP_IPPROTO_UDP);
+	sum = rxp_csum_partial(&x, 2, sum);
+	if (alen == 16) {
+		uint32_t l = htonl(len);
+		sum = rxp_csum_partial(&l, 4, sum);
+	} else {
+		x = htons((uint16_t)len);
+		sum = rxp_csum_partial(&x, 2, sum);
+	}
+	sum = rxp_csum_partial(udp, len, sum);
+	x = rxp_csum_fold(sum);
+	return x ? x : 0xffff;
+}
+
+/* The whole IP datagram (header + UDP + payload) in buf; returns its length. */
+static uint32_t build_datagram(const struct fs_opts *o, uint8_t *buf, int *v6)
+{
+	uint8_t s6[16], d6[16];
+	uint32_t s4, d4, ulen = 8 + o->size;
+	uint8_t *udp;
+	struct rxp_udphdr uh = {.source = htons((uint16_t)o->sport),
+				.dest = htons((uint16_t)o->dport),
+				.len = htons((uint16_t)(ulen > 65535 ? 0 : ulen))};
+
+	*v6 = strchr(o->src, ':') != NULL;
+	if (!*v6 && 20 + ulen > 65535)
+		return 0;
+	if (*v6) {
+		struct rxp_ipv6hdr ip = {.vtc_flow = htonl(6u << 28),
+					 .payload_len = htons((uint16_t)ulen),
+					 .nexthdr = RXP_IPPROTO_UDP,
+					 .hop_limit = 64};
+
+		if (inet_pton(AF_INET6, o->src, s6) != 1 || inet_pton(AF_INET6, o->dst, d6) != 1)
+			return 0;
+		memcpy(ip.saddr, s6, 16);
+		memcpy(ip.daddr, d6, 16);
+		memcpy(buf, &ip, sizeof(ip));
+		udp = buf + RXP_IPV6_HLEN;
+	} else {
+		struct rxp_iphdr ip = {.ver_ihl = 0x45,
+				       .tot_len = htons((uint16_t)(20 + ulen)),
+				       .ttl = 64,
+				       .protocol = RXP_IPPROTO_UDP};
+
+		if (inet_pton(AF_INET, o->src, &s4) != 1 || inet_pton(AF_INET, o->dst, &d4) != 1)
+			return 0;
+		ip.saddr = s4;
+		ip.daddr = d4;
+		memcpy(buf, &ip, sizeof(ip));
+		udp = buf + RXP_IPV4_HLEN;
+	}
+	memcpy(udp, &uh, sizeof(uh));
+	for (uint32_t i = 0; i < o->size; i++)
+		udp[8 + i] = (uint8_t)(o->seed + i * 131u);
+	uh.check = *v6 ? udp_csum(s6, d6, 16, udp, ulen) : udp_csum(&s4, &d4, 4, udp, ulen);
+	memcpy(udp, &uh, sizeof(uh));
+	return (uint32_t)(udp - buf) + ulen;
+}
+
+static int send_frames(const struct fs_opts *o, struct rxp_pkt_queue *q, int v6)
+{
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_halen = 6};
+	struct rxp_pkt *f, *arr[2048];
+	uint8_t frame[65536 + RXP_ETH_HLEN];
+	struct rxp_ethhdr eh = {.src = {0x02, 0, 0, 0, 0, 5}};
+	unsigned n = 0;
+	int fd, rc = 0;
+
+	if (parse_mac(o->dmac, eh.dst)) {
+		fprintf(stderr, "fragsend: bad MAC '%s'\n", o->dmac);
+		return RXP_EXIT_USAGE;
+	}
+	eh.proto = htons(v6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP);
+	sll.sll_ifindex = (int)if_nametoindex(o->ifname);
+	memcpy(sll.sll_addr, eh.dst, 6);
+	fd = socket(AF_PACKET, SOCK_RAW, 0);
+	if (fd < 0 || !sll.sll_ifindex) {
+		fprintf(stderr, "fragsend: %s: %s\n", o->ifname, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return RXP_EXIT_USAGE;
+	}
+	while ((f = rxp_pkt_dequeue(q)))
+		if (n < 2048)
+			arr[n++] = f;
+		else
+			rxp_pkt_consume(f);
+	for (unsigned k = 0; k < n; k++) {
+		struct rxp_pkt *p = arr[o->reverse ? n - 1 - k : k];
+
+		memcpy(frame, &eh, RXP_ETH_HLEN);
+		rxp_pkt_copy_bits(p, 0, frame + RXP_ETH_HLEN, p->len);
+		if (sendto(fd, frame, RXP_ETH_HLEN + p->len, 0, (struct sockaddr *)&sll,
+			   sizeof(sll)) < 0) {
+			fprintf(stderr, "fragsend: sendto: %s\n", strerror(errno));
+			rc = RXP_EXIT_FAIL;
+		}
+	}
+	for (unsigned k = 0; k < n; k++)
+		rxp_pkt_consume(arr[k]);
+	close(fd);
+	printf("fragsend: %u fragment(s) sent\n", n);
+	return rc;
+}
+
+static struct rxp_page static_pg;
+
+static void static_release(struct rxp_page *pg)
+{
+	(void)pg; /* the datagram buffer is static */
+}
+
+static int fragsend_main(int argc, char **argv)
+{
+	struct fs_opts o = {.sport = 4000, .dport = 5000, .size = 4000, .mtu = 1500, .seed = 1};
+	static uint8_t dgram[65536 + 64];
+	struct rxp_pktpool_config pc = {
+		.name = "fragsend", .n_pkts = 2048, .n_bufs = 2048, .n_large = 32};
+	struct rxp_pktpool *pp;
+	struct rxp_ipid_table *ids;
+	struct rxp_pkt_queue q;
+	struct rxp_pkt *p;
+	uint32_t len;
+	int v6, rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--reverse")) {
+			o.reverse = 1;
+			continue;
+		} else if (!v) {
+			usage(stderr);
+			return RXP_EXIT_USAGE;
+		}
+		i++;
+		if (!strcmp(a, "--if"))
+			o.ifname = v;
+		else if (!strcmp(a, "--src"))
+			o.src = v;
+		else if (!strcmp(a, "--dst"))
+			o.dst = v;
+		else if (!strcmp(a, "--dmac"))
+			o.dmac = v;
+		else if (!strcmp(a, "--sport"))
+			o.sport = (unsigned)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--dport"))
+			o.dport = (unsigned)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--size"))
+			o.size = (unsigned)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--mtu"))
+			o.mtu = (unsigned)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--seed"))
+			o.seed = (unsigned)strtoul(v, NULL, 0);
+		else {
+			fprintf(stderr, "fragsend: unknown option '%s'\n", a);
+			usage(stderr);
+			return RXP_EXIT_USAGE;
+		}
+	}
+	if (!o.ifname || !o.src || !o.dst || !o.dmac || o.size > 65535 - 8) {
+		usage(stderr);
+		return RXP_EXIT_USAGE;
+	}
+	len = build_datagram(&o, dgram, &v6);
+	if (!len) {
+		fprintf(stderr, "fragsend: bad addresses or size\n");
+		return RXP_EXIT_USAGE;
+	}
+	pp = rxp_pktpool_create(&pc);
+	ids = rxp_ipid_create(NULL);
+	if (!pp || !ids) {
+		fprintf(stderr, "fragsend: out of memory\n");
+		rxp_ipid_destroy(ids);
+		if (pp)
+			rxp_pktpool_destroy(pp);
+		return RXP_EXIT_FAIL;
+	}
+	p = rxp_pkt_alloc(pp, len);
+	if (!p) {
+		rc = RXP_EXIT_FAIL;
+		goto out;
+	}
+	/* Headers in the linear part, the UDP payload as up to 16 page frags
+	 * over dgram, so the kernel sees what the zero-copy path built. */
+	{
+		uint32_t hl = len - o.size, chunk = (o.size + 15) / 16, off = hl;
+
+		memcpy(rxp_pkt_put(p, hl), dgram, hl);
+		atomic_init(&static_pg.refcnt, 1);
+		static_pg.addr = dgram;
+		static_pg.size = len;
+		static_pg.release = static_release;
+		while (off < len) {
+			uint32_t sz = len - off < chunk ? len - off : chunk;
+
+			rxp_page_get(&static_pg);
+			rxp_pkt_add_frag(p, &static_pg, off, sz, sz);
+			off += sz;
+		}
+	}
+	rxp_pkt_queue_init(&q);
+	rc = rxp_ip_fragment(p, o.mtu, ids, &q);
+	if (rc < 0) {
+		fprintf(stderr, "fragsend: rxp_ip_fragment: %s\n", strerror(-rc));
+		rc = RXP_EXIT_FAIL;
+		goto out;
+	}
+	rc = send_frames(&o, &q, v6);
+out:
+	if (static_pg.release && rxp_page_refcount(&static_pg) != 1) {
+		fprintf(stderr, "fragsend: page references leaked\n");
+		rc = RXP_EXIT_FAIL;
+	}
+	rxp_ipid_destroy(ids);
+	if (rxp_pktpool_destroy(pp)) {
+		fprintf(stderr, "fragsend: packets leaked\n");
+		rc = RXP_EXIT_FAIL;
+	}
+	return rc;
+}
+
+RXP_COMMAND(fragsend, "fragsend",
+	    "(test helper) fragment a UDP datagram and send it over AF_PACKET", fragsend_main);
