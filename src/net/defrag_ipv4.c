@@ -20,13 +20,14 @@ int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 		return -RXP_DROP_IP_TRUNCATED;
 	ihl = rxp_ip_hlen(ip);
 	tot = ntohs(ip->tot_len);
+	fo = ntohs(ip->frag_off);
+	/* Not a fragment: not ours to judge, whatever else is wrong with it. */
+	if (!(fo & (RXP_IP_MF | RXP_IP_OFFMASK)))
+		return 0;
 	if ((ip->ver_ihl >> 4) != 4 || ihl < RXP_IPV4_HLEN || tot < ihl)
 		return -RXP_DROP_IP_HDR;
 	if (tot > pkt->len)
 		return -RXP_DROP_IP_TRUNCATED;
-	fo = ntohs(ip->frag_off);
-	if (!(fo & (RXP_IP_MF | RXP_IP_OFFMASK)))
-		return 0;
 	memset(fi, 0, sizeof(*fi));
 	fi->key.family = 4;
 	fi->key.proto = ip->protocol;

@@ -87,8 +87,10 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	if ((ntohl(ip->vtc_flow) >> 28) != 6)
 		return -RXP_DROP_IP_HDR;
 	lim = RXP_IPV6_HLEN + ntohs(ip->payload_len);
+	/* Walk what is there; a truncated packet is our business only if it
+	 * turns out to be a fragment. */
 	if (lim > pkt->len)
-		return -RXP_DROP_IP_TRUNCATED;
+		lim = pkt->len;
 	nh = ip->nexthdr;
 	for (i = 0; i < DFR_V6_MAX_EXT && nh != RXP_IPPROTO_FRAGMENT; i++) {
 		const uint8_t *p;
@@ -105,6 +107,8 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	}
 	if (nh != RXP_IPPROTO_FRAGMENT)
 		return 0;
+	if (RXP_IPV6_HLEN + (uint32_t)ntohs(ip->payload_len) > pkt->len)
+		return -RXP_DROP_IP_TRUNCATED;
 	if (ip->payload_len == 0)
 		return -RXP_DROP_FRAG_INVALID;
 	fh = (const void *)rd(pkt, pos, sizeof(fbuf), lim, &fbuf);
