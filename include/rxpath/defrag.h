@@ -108,9 +108,9 @@ struct rxp_defrag_overlap {
 };
 typedef void (*rxp_defrag_overlap_fn)(void *arg, const struct rxp_defrag_overlap *ov);
 
-/* Called with each queued fragment the table is about to drop (timeout,
- * eviction, a killed queue, table destroy), data at its IP header as
- * received. It must not keep or free pkt. For tools (rxpath defrag
+/* Called with each fragment the table is about to drop other than a
+ * duplicate of bytes it holds (timeout, eviction, a killed queue, memory
+ * refusal, table destroy), data at its IP header as received. It must not keep or free pkt. For tools (rxpath defrag
  * --keep-incomplete). */
 typedef void (*rxp_defrag_discard_fn)(void *arg, const struct rxp_pkt *pkt);
 

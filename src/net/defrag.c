@@ -508,8 +508,9 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 	cb->end = fi.end;
 	r = strict ? dfr_runs_insert(q, pkt) : dfr_policy_insert(t, q, pkt);
 	if (r == DFR_DUP) {
+		/* Not for the discard hook: its bytes are already queued. */
 		t->c.duplicates++;
-		frag_drop(t, pkt, RXP_DROP_FRAG_DUP);
+		rxp_pkt_drop(pkt, RXP_DROP_FRAG_DUP);
 		return NULL;
 	}
 	if (r == DFR_OVERLAP) {
