@@ -1,0 +1,171 @@
+/*
+ * IPv4/IPv6 reassembly: one table per worker, no locks.
+ *
+ * rxp_defrag() takes a packet whose data starts at the IP header. A packet
+ * that is not a fragment comes straight back; a fragment is queued and NULL
+ * returned until the fragment that completes its datagram arrives, and then
+ * the whole datagram comes back with its header fixed (total length, offset
+ * and MF cleared, IPv4 checksum, IPv6 fragment header removed), data at the
+ * IP header and network_off set. Every fragment that is refused is dropped
+ * with a reason (rxp_pkt_drop) and counted here.
+ *
+ * Keys: IPv4 (src, dst, id, protocol, zone); IPv6 (src, dst, id, and zone
+ * only for link-local or multicast destinations), hashed with SipHash
+ * (libsodium crypto_shorthash) under a random key per table.
+ *
+ * Overlaps (config.policy):
+ *   STRICT (default, Linux today): a fragment wholly inside data already
+ *     queued is a duplicate and dropped alone (first data wins); any partial
+ *     overlap kills the queue (ReasmOverlaps and ReasmFails) and later
+ *     fragments with that key start a new queue.
+ *   FIRST, LAST, BSD, BSD_RIGHT, LINUX, WINDOWS, SOLARIS: target-based
+ *     policies for IDS users. Overlapping bytes are resolved at completion,
+ *     pairwise between the arriving fragment and the fragment currently
+ *     holding each byte, compared by their original offsets and ends:
+ *       first     the earlier fragment wins
+ *       last      the later fragment wins
+ *       bsd       the later wins if it starts before the earlier
+ *       bsd-right the later wins if it starts at or before and ends after
+ *       linux     as bsd, and the later also wins at the same start when it
+ *                 ends after
+ *       windows   the later wins if it starts before and ends after
+ *       solaris   the later wins if it starts before and ends at or after
+ *     Each overlap is counted (policy_overlaps) and reported to the optional
+ *     overlap callback with its range and whether the bytes differ. Policy
+ *     mode keeps fragments unmerged and builds a linear datagram by copying.
+ *
+ * Validation as Linux: zero-length fragment, an MF=0 fragment ending before
+ * the known end, a second MF=0 with another end, data past the known end:
+ * the queue is discarded (ReasmFails). An MF=1 length not a multiple of 8:
+ * IPv4 rounds it down, IPv6 drops the fragment. A result over 65535 bytes
+ * fails. IPv6: an atomic fragment bypasses the queues (its fragment header is
+ * removed); a nested fragment header or a first fragment without the whole
+ * upper-layer header (RFC 7112) drops. ECN is combined as RFC 3168 (CE with
+ * ECT gives CE; Not-ECT mixed with ECT or CE drops the datagram); DF is set on
+ * the result when the largest fragment had it (as Linux).
+ *
+ * Completion: local delivery (default) coalesces fragments into as few
+ * buffers as possible (rxp_pkt_try_coalesce); forward mode keeps fragment
+ * boundaries on the frag_list (rxp_pkt_chain) so it can be fragmented again.
+ *
+ * Limits and timers: memory is charged in truesize plus the queue struct
+ * (mem_limit, default 4 MiB); at most max_queues queues; a timeout (IPv4
+ * 30 s, IPv6 60 s) armed at queue creation and never extended; max_dist
+ * (IPv4, default 64): when more than max_dist fragments from the same source
+ * arrive between two additions to a queue, the queue is flushed and
+ * restarted. Timeouts are a FIFO per family (the timeout is constant, so
+ * expiry order is creation order): O(1) per queue, run by
+ * rxp_defrag_expire() in the worker's timer pass (and lazily on lookup).
+ *
+ * Memory pressure (config.pressure):
+ *   RXP_DEFRAG_PRESSURE_EVICT (default): a fragment is admitted while it
+ *     fits under mem_limit. When it does not, queues are evicted to make
+ *     room, walking from the oldest, but only queues that are less filled
+ *     than the one the fragment joins would be after it (fill = bytes
+ *     received / datagram length, the length taken as 65535 while the last
+ *     fragment is missing); at most 64 queues are looked at per fragment.
+ *     So a fragment that completes or nearly completes a datagram is
+ *     admitted at the expense of old, sparse queues (the FragmentSmack and
+ *     loss residue), and a fresh sparse queue cannot push out a nearly
+ *     complete one. Each evicted queue counts in evictions and ReasmFails.
+ *     The same rule applies when max_queues is reached.
+ *   RXP_DEFRAG_PRESSURE_LINUX: while memory is over the cap every fragment
+ *     is dropped, even one that would complete a datagram (Linux's
+ *     high_thresh behaviour; kept for comparison).
+ */
+#ifndef RXPATH_DEFRAG_H
+#define RXPATH_DEFRAG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rxpath/pkt.h"
+
+enum rxp_defrag_policy {
+	RXP_DEFRAG_STRICT = 0,
+	RXP_DEFRAG_FIRST,
+	RXP_DEFRAG_LAST,
+	RXP_DEFRAG_BSD,
+	RXP_DEFRAG_BSD_RIGHT,
+	RXP_DEFRAG_LINUX,
+	RXP_DEFRAG_WINDOWS,
+	RXP_DEFRAG_SOLARIS,
+	RXP_DEFRAG_POLICY_MAX
+};
+
+enum rxp_defrag_pressure {
+	RXP_DEFRAG_PRESSURE_EVICT = 0,
+	RXP_DEFRAG_PRESSURE_LINUX,
+};
+
+/* One overlap in a target-based policy: payload byte range [start, end) of
+ * the datagram received twice; differ when the bytes were not the same. */
+struct rxp_defrag_overlap {
+	int family; /* 4 or 6 */
+	uint32_t id;
+	uint32_t start, end;
+	bool differ;
+};
+typedef void (*rxp_defrag_overlap_fn)(void *arg, const struct rxp_defrag_overlap *ov);
+
+/* Called with each fragment the table is about to drop other than a
+ * duplicate of bytes it holds (timeout, eviction, a killed queue, memory
+ * refusal, table destroy), data at its IP header as received. It must not keep or free pkt. For tools (rxpath defrag
+ * --keep-incomplete). */
+typedef void (*rxp_defrag_discard_fn)(void *arg, const struct rxp_pkt *pkt);
+
+struct rxp_defrag_config {
+	enum rxp_defrag_policy policy;
+	enum rxp_defrag_pressure pressure;
+	bool forward;             /* keep fragment boundaries (frag_list) */
+	uint64_t mem_limit;       /* bytes of truesize; 0: 4 MiB */
+	uint32_t max_queues;      /* 0: 8192 */
+	uint64_t timeout_v4_ns;   /* 0: 30 s */
+	uint64_t timeout_v6_ns;   /* 0: 60 s */
+	int max_dist;             /* IPv4 per source; 0: 64; <0: off */
+	uint32_t zone;            /* part of every key (VRF / VLAN / ifindex) */
+	rxp_defrag_overlap_fn overlap_cb;
+	void *overlap_arg;
+	rxp_defrag_discard_fn discard_cb;
+	void *discard_arg;
+};
+
+/* Names follow /proc/net/snmp where one exists. */
+struct rxp_defrag_counters {
+	uint64_t ReasmReqds;      /* fragments received */
+	uint64_t ReasmOKs;        /* datagrams reassembled (and atomic v6) */
+	uint64_t ReasmFails;      /* datagrams given up, fragments refused for memory */
+	uint64_t ReasmTimeout;    /* queues expired */
+	uint64_t ReasmOverlaps;   /* queues killed by an overlap (strict) */
+	uint64_t evictions;       /* queues evicted under pressure */
+	uint64_t duplicates;      /* fragments dropped as duplicates */
+	uint64_t policy_overlaps; /* overlaps resolved by a target policy */
+	uint64_t invalid;         /* malformed fragments dropped before queueing */
+	uint64_t mem_drops;       /* fragments refused for memory or queue cap */
+	uint64_t max_dist_flushes;
+	uint64_t queues;          /* queues now */
+	uint64_t mem;             /* bytes charged now */
+	uint64_t mem_high_water;
+};
+
+struct rxp_defrag_table;
+
+/* NULL with errno (EINVAL, ENOMEM). */
+struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg);
+/* Drops every queued fragment (FRAG_TIMEOUT reason, not counted as a timeout). */
+void rxp_defrag_table_destroy(struct rxp_defrag_table *t);
+
+/* Consumes pkt (data at the IPv4 or IPv6 header). Returns pkt itself when it
+ * is not a fragment, a complete datagram, or NULL. */
+struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns);
+
+/* Expire queues whose timer has passed; returns how many. */
+unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns);
+
+void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag_counters *c);
+
+/* "strict", "first", ... ; parse returns -EINVAL for an unknown name. */
+const char *rxp_defrag_policy_name(enum rxp_defrag_policy p);
+int rxp_defrag_policy_parse(const char *name, enum rxp_defrag_policy *p);
+
+#endif

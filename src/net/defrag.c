@@ -1,0 +1,556 @@
+/*
+ * The reassembly table: queues, keyed hash, limits, memory accounting,
+ * the pressure policy, timers and the rxp_defrag() entry point.
+ *
+ * Owns: an array of max_queues queues (no allocation on the data path), a
+ * bucket array of chains keyed by SipHash under a random per-table key, one
+ * timer FIFO per family (the timeout is fixed per family and armed at
+ * creation, so creation order is expiry order), and per-source counters for
+ * max_dist. Invariants: every queue in use is in exactly one bucket chain
+ * and one FIFO; c.mem is the sum over queues of (queue charge + truesize of
+ * its fragments); a fragment is owned by exactly one queue or by the caller.
+ * See include/rxpath/defrag.h for the rules and the pressure policy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxpath/wire.h"
+#include "net/defrag_internal.h"
+
+#define DFR_EVICT_SCAN 64
+
+static const char *const policy_names[RXP_DEFRAG_POLICY_MAX] = {
+	"strict", "first", "last", "bsd", "bsd-right", "linux", "windows", "solaris",
+};
+
+const char *rxp_defrag_policy_name(enum rxp_defrag_policy p)
+{
+	return (unsigned)p < RXP_DEFRAG_POLICY_MAX ? policy_names[p] : "?";
+}
+
+int rxp_defrag_policy_parse(const char *name, enum rxp_defrag_policy *p)
+{
+	for (unsigned i = 0; i < RXP_DEFRAG_POLICY_MAX; i++) {
+		if (!strcmp(name, policy_names[i])) {
+			*p = (enum rxp_defrag_policy)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static uint32_t qcharge(const struct rxp_defrag_table *t)
+{
+	return (uint32_t)sizeof(struct dfr_queue) +
+	       (t->cfg.policy != RXP_DEFRAG_STRICT ? DFR_BLOCK_BYTES : 0);
+}
+
+struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg)
+{
+	struct rxp_defrag_config c = cfg ? *cfg : (struct rxp_defrag_config){ 0 };
+	struct rxp_defrag_table *t;
+	uint32_t nb = 1;
+
+	if ((unsigned)c.policy >= RXP_DEFRAG_POLICY_MAX || c.max_queues > (1u << 24)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (sodium_init() < 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!c.mem_limit)
+		c.mem_limit = 4u << 20;
+	if (!c.max_queues)
+		c.max_queues = 8192;
+	if (!c.timeout_v4_ns)
+		c.timeout_v4_ns = 30ull * 1000000000ull;
+	if (!c.timeout_v6_ns)
+		c.timeout_v6_ns = 60ull * 1000000000ull;
+	if (!c.max_dist)
+		c.max_dist = 64;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto nomem;
+	t->cfg = c;
+	randombytes_buf(t->hkey, sizeof(t->hkey));
+	while (nb < c.max_queues)
+		nb <<= 1;
+	t->bmask = nb - 1;
+	t->buckets = calloc(nb, sizeof(t->buckets[0]));
+	t->qarr = calloc(c.max_queues, sizeof(t->qarr[0]));
+	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
+	if (!t->buckets || !t->qarr || !t->peer_rid)
+		goto nomem;
+	if (c.policy != RXP_DEFRAG_STRICT) {
+		t->blockmem = calloc(c.max_queues, DFR_BLOCK_BYTES);
+		t->owner = malloc(65536 * sizeof(t->owner[0]));
+		t->fragv = malloc(DFR_POLICY_MAX_FRAGS * sizeof(t->fragv[0]));
+		t->pdata = malloc(65536);
+		t->ptmp = malloc(65536);
+		if (!t->blockmem || !t->owner || !t->fragv || !t->pdata || !t->ptmp)
+			goto nomem;
+	}
+	for (uint32_t i = c.max_queues; i-- > 0;) {
+		t->qarr[i].hnext = t->freeq;
+		t->freeq = &t->qarr[i];
+	}
+	TAILQ_INIT(&t->fifo[0]);
+	TAILQ_INIT(&t->fifo[1]);
+	return t;
+nomem:
+	if (t) {
+		free(t->buckets);
+		free(t->qarr);
+		free(t->peer_rid);
+		free(t->blockmem);
+		free(t->owner);
+		free(t->fragv);
+		free(t->pdata);
+		free(t->ptmp);
+		free(t);
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag_counters *c)
+{
+	*c = t->c;
+}
+
+static uint64_t key_hash(const struct rxp_defrag_table *t, const struct dfr_key *k)
+{
+	uint64_t h;
+
+	crypto_shorthash((unsigned char *)&h, (const unsigned char *)k, sizeof(*k), t->hkey);
+	return h;
+}
+
+static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
+{
+	return &t->buckets[h & t->bmask];
+}
+
+/* What a drop of a fragment we hold looks like: the discard hook first sees
+ * it as received (header pushed back), then the drop is counted. Consumes pkt. */
+static void frag_drop(struct rxp_defrag_table *t, struct rxp_pkt *pkt, enum rxp_drop_reason r)
+{
+	struct dfr_cb *cb = dfr_cb(pkt);
+
+	if (t->cfg.discard_cb) {
+		if (cb->hdrlen) {
+			rxp_pkt_push(pkt, cb->hdrlen);
+			cb->hdrlen = 0;
+		}
+		t->cfg.discard_cb(t->cfg.discard_arg, pkt);
+	}
+	rxp_pkt_drop(pkt, r);
+}
+
+struct drain_arg {
+	struct rxp_defrag_table *t;
+	enum rxp_drop_reason r;
+};
+
+static void drain_drop(void *arg, struct rxp_pkt *p)
+{
+	struct drain_arg *a = arg;
+
+	frag_drop(a->t, p, a->r);
+}
+
+static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
+{
+	struct drain_arg a = { t, r };
+
+	dfr_queue_for_each_drain(q, drain_drop, &a);
+	t->c.mem -= q->mem;
+	q->mem = 0;
+	q->nfrags = 0;
+}
+
+/* Remove q from the table; its fragments must be gone already. */
+static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h)
+{
+	struct dfr_queue **pp = bucket(t, h);
+
+	while (*pp != q)
+		pp = &(*pp)->hnext;
+	*pp = q->hnext;
+	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
+	t->c.mem -= q->mem + qcharge(t);
+	t->c.queues--;
+	q->in_use = false;
+	q->hnext = t->freeq;
+	t->freeq = q;
+}
+
+static void queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
+{
+	queue_empty(t, q, r);
+	queue_free(t, q, key_hash(t, &q->key));
+}
+
+static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
+{
+	struct dfr_fifo *f = &t->fifo[q->key.family == 6];
+	struct dfr_queue *last = TAILQ_LAST(f, dfr_fifo);
+
+	q->expires = now + (q->key.family == 6 ? t->cfg.timeout_v6_ns : t->cfg.timeout_v4_ns);
+	/* Time going backwards must not break the FIFO order. */
+	if (last && last->expires > q->expires)
+		q->expires = last->expires;
+	TAILQ_INSERT_TAIL(f, q, tq);
+}
+
+static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_key *k,
+				   uint64_t h, uint64_t now)
+{
+	struct dfr_queue *q = t->freeq, **b = bucket(t, h);
+
+	t->freeq = q->hnext;
+	memset(q, 0, sizeof(*q));
+	q->key = *k;
+	q->in_use = true;
+	RB_INIT(&q->runs);
+	if (t->blockmem) {
+		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
+		memset(q->blocks, 0, DFR_BLOCK_BYTES);
+	}
+	q->hnext = *b;
+	*b = q;
+	arm(t, q, now);
+	t->c.queues++;
+	t->c.mem += qcharge(t);
+	if (t->c.mem > t->c.mem_high_water)
+		t->c.mem_high_water = t->c.mem;
+	return q;
+}
+
+static void queue_timeout(struct rxp_defrag_table *t, struct dfr_queue *q)
+{
+	t->c.ReasmTimeout++;
+	t->c.ReasmFails++;
+	queue_kill(t, q, RXP_DROP_FRAG_TIMEOUT);
+}
+
+unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns)
+{
+	unsigned n = 0;
+
+	for (int f = 0; f < 2; f++) {
+		struct dfr_queue *q;
+
+		while ((q = TAILQ_FIRST(&t->fifo[f])) && q->expires <= now_ns) {
+			queue_timeout(t, q);
+			n++;
+		}
+	}
+	return n;
+}
+
+void rxp_defrag_table_destroy(struct rxp_defrag_table *t)
+{
+	if (!t)
+		return;
+	for (int f = 0; f < 2; f++) {
+		struct dfr_queue *q;
+
+		while ((q = TAILQ_FIRST(&t->fifo[f])))
+			queue_kill(t, q, RXP_DROP_FRAG_TIMEOUT);
+	}
+	free(t->buckets);
+	free(t->qarr);
+	free(t->peer_rid);
+	free(t->blockmem);
+	free(t->owner);
+	free(t->fragv);
+	free(t->pdata);
+	free(t->ptmp);
+	free(t);
+}
+
+/* Fill in 1/1024: bytes received over the datagram length (65535 while the
+ * last fragment is missing). */
+static uint32_t fill_of(uint32_t meat, uint32_t len, bool last)
+{
+	uint32_t denom = last ? len : DFR_MAXLEN;
+
+	if (!denom)
+		return 0;
+	return (uint32_t)((uint64_t)meat * 1024u / denom);
+}
+
+static uint32_t queue_fill(const struct dfr_queue *q)
+{
+	return fill_of(q->meat, q->len, q->flags & DFR_F_LAST);
+}
+
+/* Evict queues older and less filled than cand_fill (not keep) until need
+ * bytes and, with want_q, a free queue are available. */
+static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
+		      const struct dfr_queue *keep, uint32_t cand_fill)
+{
+	unsigned scanned = 0;
+
+	for (int f = 0; f < 2; f++) {
+		struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]), *nx;
+
+		for (; q && scanned < DFR_EVICT_SCAN; q = nx, scanned++) {
+			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
+				return true;
+			nx = TAILQ_NEXT(q, tq);
+			if (q == keep || queue_fill(q) >= cand_fill)
+				continue;
+			t->c.evictions++;
+			t->c.ReasmFails++;
+			queue_kill(t, q, RXP_DROP_FRAG_EVICT);
+		}
+	}
+	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq);
+}
+
+static uint8_t ecn_combine(uint8_t m)
+{
+	if ((m & 1) && (m & ~1u))
+		return 0xff; /* Not-ECT mixed with ECT or CE */
+	if ((m & 8) && (m & 6))
+		return 3; /* CE with ECT: CE */
+	return 0;
+}
+
+static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
+{
+	uint64_t h;
+	uint32_t start, end;
+
+	crypto_shorthash((unsigned char *)&h, q->key.src, 4, t->hkey);
+	end = ++t->peer_rid[h % DFR_PEER_SLOTS];
+	start = q->rid;
+	q->rid = end;
+	if (!q->nfrags || end - start <= (uint32_t)t->cfg.max_dist)
+		return;
+	/* Too many fragments from this source since our last one: the queue
+	 * is likely stale; restart it, timer included (as Linux). */
+	t->c.ReasmFails++;
+	t->c.max_dist_flushes++;
+	queue_empty(t, q, RXP_DROP_FRAG_MAX_DIST);
+	q->meat = q->len = q->max_size = q->max_df_size = 0;
+	q->flags = q->ecn_mask = 0;
+	q->nblocks = 0;
+	if (q->blocks)
+		memset(q->blocks, 0, DFR_BLOCK_BYTES);
+	TAILQ_REMOVE(&t->fifo[0], q, tq);
+	arm(t, q, now);
+}
+
+/* Complete q: build, fix the header, free the queue. */
+static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h,
+			      uint64_t tstamp)
+{
+	uint8_t ecn = ecn_combine(q->ecn_mask);
+	struct rxp_pkt *res;
+	int r;
+
+	if (ecn == 0xff) {
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_ECN);
+		return NULL;
+	}
+	res = t->cfg.policy == RXP_DEFRAG_STRICT ? dfr_runs_build(t, q) : dfr_policy_build(t, q);
+	t->c.mem -= q->mem;
+	q->mem = 0;
+	q->nfrags = 0;
+	if (!res) {
+		t->c.ReasmFails++;
+		queue_free(t, q, h);
+		return NULL;
+	}
+	if (q->key.family == 4)
+		r = dfr_ipv4_finish(res, q, q->len, ecn, q->max_df_size == q->max_size);
+	else
+		r = dfr_ipv6_finish(res, q, q->len, ecn);
+	queue_free(t, q, h);
+	if (r) {
+		t->c.ReasmFails++;
+		rxp_pkt_drop(res, (enum rxp_drop_reason)-r);
+		return NULL;
+	}
+	res->network_off = (uint16_t)(res->data - res->head);
+	res->transport_off = 0xffff;
+	res->tstamp_ns = tstamp;
+	t->c.ReasmOKs++;
+	return res;
+}
+
+static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h)
+{
+	for (struct dfr_queue *q = *bucket(t, h); q; q = q->hnext)
+		if (!memcmp(&q->key, k, sizeof(*k)))
+			return q;
+	return NULL;
+}
+
+struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns)
+{
+	struct dfr_info fi;
+	struct dfr_queue *q;
+	struct dfr_cb *cb = dfr_cb(pkt);
+	uint8_t vbuf;
+	const uint8_t *v = rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
+	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT;
+	uint32_t flen, tsize;
+	uint64_t h, tstamp = pkt->tstamp_ns;
+	int r;
+
+	if (!v)
+		return pkt;
+	if ((*v >> 4) == 4)
+		r = dfr_ipv4_parse(pkt, &fi, t->cfg.zone);
+	else if ((*v >> 4) == 6)
+		r = dfr_ipv6_parse(pkt, &fi, t->cfg.zone, &atomic);
+	else
+		return pkt;
+	if (r < 0) {
+		t->c.invalid++;
+		rxp_pkt_drop(pkt, (enum rxp_drop_reason)-r);
+		return NULL;
+	}
+	if (r == 0 && !atomic)
+		return pkt;
+	t->c.ReasmReqds++;
+	memset(cb, 0, sizeof(*cb));
+	flen = fi.end - fi.off;
+	if (rxp_pkt_trim(pkt, fi.hdrlen + flen) || !rxp_pkt_may_pull(pkt, fi.hdrlen)) {
+		t->c.ReasmFails++;
+		rxp_pkt_drop(pkt, RXP_DROP_NOMEM);
+		return NULL;
+	}
+	if (atomic) {
+		pkt = rxp_pkt_unshare(pkt);
+		if (!pkt)
+			return NULL;
+		r = dfr_ipv6_strip(pkt, &fi);
+		if (r) {
+			rxp_pkt_drop(pkt, (enum rxp_drop_reason)-r);
+			return NULL;
+		}
+		pkt->network_off = (uint16_t)(pkt->data - pkt->head);
+		t->c.ReasmOKs++;
+		return pkt;
+	}
+
+	h = key_hash(t, &fi.key);
+	q = lookup(t, &fi.key, h);
+	if (q && q->expires <= now_ns) {
+		queue_timeout(t, q);
+		q = NULL;
+	}
+	tsize = pkt->truesize;
+	if (t->cfg.pressure == RXP_DEFRAG_PRESSURE_LINUX) {
+		if (t->c.mem > t->cfg.mem_limit || (!q && !t->freeq)) {
+			t->c.ReasmFails++;
+			t->c.mem_drops++;
+			frag_drop(t, pkt, q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
+							 : RXP_DROP_FRAG_QUEUE_LIMIT);
+			return NULL;
+		}
+	} else {
+		uint8_t fl = (q ? q->flags : 0) | (fi.off == 0 ? DFR_F_FIRST : 0) |
+			     (!fi.mf ? DFR_F_LAST : 0);
+		uint32_t len = !fi.mf ? fi.end : (q && q->len > fi.end ? q->len : fi.end);
+		uint32_t meat = (q ? q->meat : 0) + flen;
+		bool completes = fl == (DFR_F_FIRST | DFR_F_LAST) && meat == len;
+		uint64_t need = tsize + (q ? 0 : qcharge(t));
+
+		/* A fragment that completes its datagram leaves the table at
+		 * once with its queue, so it is always let in. */
+		if (!completes && (t->c.mem + need > t->cfg.mem_limit || (!q && !t->freeq)) &&
+		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
+			t->c.ReasmFails++;
+			t->c.mem_drops++;
+			frag_drop(t, pkt, q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
+							 : RXP_DROP_FRAG_QUEUE_LIMIT);
+			return NULL;
+		}
+		if (!q && !t->freeq) {
+			t->c.ReasmFails++;
+			t->c.mem_drops++;
+			frag_drop(t, pkt, RXP_DROP_FRAG_QUEUE_LIMIT);
+			return NULL;
+		}
+	}
+	if (!q)
+		q = queue_new(t, &fi.key, h, now_ns);
+
+	if (fi.key.family == 4 && t->cfg.max_dist > 0)
+		max_dist_check(t, q, now_ns);
+
+	/* Linux's consistency rules on the datagram's end. */
+	if (!fi.mf) {
+		if (fi.end < q->len || ((q->flags & DFR_F_LAST) && fi.end != q->len))
+			goto discard_q;
+		q->flags |= DFR_F_LAST;
+		q->len = fi.end;
+	} else if (fi.end > q->len) {
+		if (q->flags & DFR_F_LAST)
+			goto discard_q;
+		q->len = fi.end;
+	}
+	if (fi.end == fi.off)
+		goto discard_q;
+
+	rxp_pkt_pull(pkt, fi.hdrlen);
+	cb->hdrlen = fi.hdrlen;
+	cb->off = fi.off;
+	cb->end = fi.end;
+	r = strict ? dfr_runs_insert(q, pkt) : dfr_policy_insert(t, q, pkt);
+	if (r == DFR_DUP) {
+		/* Not for the discard hook: its bytes are already queued. */
+		t->c.duplicates++;
+		rxp_pkt_drop(pkt, RXP_DROP_FRAG_DUP);
+		return NULL;
+	}
+	if (r == DFR_OVERLAP) {
+		t->c.ReasmOverlaps++;
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_OVERLAP);
+		frag_drop(t, pkt, RXP_DROP_FRAG_OVERLAP);
+		return NULL;
+	}
+	if (r == DFR_TOO_MANY) {
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_TOO_MANY);
+		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_MANY);
+		return NULL;
+	}
+	q->nfrags++;
+	q->mem += tsize;
+	t->c.mem += tsize;
+	if (t->c.mem > t->c.mem_high_water)
+		t->c.mem_high_water = t->c.mem;
+	q->meat = strict ? q->meat + flen : q->nblocks * 8u;
+	if (fi.off == 0 && !(q->flags & DFR_F_FIRST)) {
+		q->flags |= DFR_F_FIRST;
+		q->hdrlen = fi.hdrlen;
+		q->nhoff = fi.nhoff;
+		q->nexthdr = fi.nexthdr;
+	}
+	q->ecn_mask |= (uint8_t)(1u << fi.ecn);
+	if (fi.hdrlen + flen > q->max_size)
+		q->max_size = fi.hdrlen + flen;
+	if (fi.df && fi.hdrlen + flen > q->max_df_size)
+		q->max_df_size = fi.hdrlen + flen;
+	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
+	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
+		return finish(t, q, h, tstamp);
+	return NULL;
+
+discard_q:
+	t->c.ReasmFails++;
+	queue_kill(t, q, RXP_DROP_FRAG_INVALID);
+	frag_drop(t, pkt, RXP_DROP_FRAG_INVALID);
+	return NULL;
+}

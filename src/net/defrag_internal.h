@@ -1,0 +1,140 @@
+/*
+ * Private to the reassembly engine (src/net/defrag*.c): the table, the
+ * queue, the per-fragment control block kept in pkt->cb, and the split
+ * between family glue (parse a fragment, fix the header of a result) and
+ * family-independent queue logic.
+ */
+#ifndef RXP_NET_DEFRAG_INTERNAL_H
+#define RXP_NET_DEFRAG_INTERNAL_H
+
+#include <stddef.h>
+#include <sys/queue.h>
+#ifndef __unused
+#define __unused __attribute__((unused)) /* libbsd's RB_GENERATE_STATIC needs it */
+#endif
+#include <bsd/sys/tree.h>
+#include <sodium.h>
+
+#include "rxpath/defrag.h"
+
+#define DFR_MAXLEN 65535u
+
+/* What a fragment's cb holds while it is queued. A run head is in the tree
+ * and its run_end says where its run of contiguous fragments ends; the run's
+ * members hang off pkt->next. */
+struct dfr_cb {
+	RB_ENTRY(dfr_cb) rb;
+	uint32_t off, end;  /* payload offsets of this fragment */
+	uint32_t run_end;   /* run heads only */
+	uint16_t hdrlen;    /* header bytes pulled off at insert */
+};
+_Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
+
+static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
+{
+	return (struct dfr_cb *)(void *)p->cb;
+}
+static inline struct rxp_pkt *dfr_pkt(struct dfr_cb *cb)
+{
+	return (struct rxp_pkt *)(void *)((uint8_t *)cb - offsetof(struct rxp_pkt, cb));
+}
+
+RB_HEAD(dfr_tree, dfr_cb);
+
+struct dfr_key {
+	uint8_t family; /* 4 or 6 */
+	uint8_t proto;  /* IPv4 only */
+	uint16_t pad;
+	uint32_t id;
+	uint32_t zone;
+	uint8_t src[16], dst[16];
+};
+
+/* Parsed fragment, from the family glue. */
+struct dfr_info {
+	struct dfr_key key;
+	uint32_t off, end;  /* payload bytes [off, end) */
+	uint32_t iplen;     /* bytes of the packet that are the IP datagram */
+	uint16_t hdrlen;    /* bytes before the payload (v6: incl. the fragment header) */
+	uint16_t nhoff;     /* v6: offset of the next-header byte that says 44 */
+	uint8_t nexthdr;    /* v6: the fragment header's next header */
+	uint8_t ecn;        /* the two ECN bits */
+	bool mf, df;
+};
+
+enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
+
+struct dfr_queue {
+	struct dfr_queue *hnext;
+	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
+	struct dfr_key key;
+	uint64_t expires;
+	struct dfr_tree runs;      /* strict */
+	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
+	struct dfr_cb *last_run;
+	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
+	uint8_t *blocks;           /* policy: 8-byte blocks received */
+	uint32_t nblocks;          /* policy: blocks set */
+	uint32_t nfrags;
+	uint32_t len, meat;
+	uint32_t max_size, max_df_size;
+	uint64_t mem;
+	uint32_t rid;
+	uint16_t hdrlen, nhoff;    /* of the offset-0 fragment */
+	uint8_t nexthdr;
+	uint8_t flags;
+	uint8_t ecn_mask;
+	bool in_use;
+};
+
+TAILQ_HEAD(dfr_fifo, dfr_queue);
+
+#define DFR_PEER_SLOTS 4096u
+
+struct rxp_defrag_table {
+	struct rxp_defrag_config cfg;
+	struct rxp_defrag_counters c;
+	unsigned char hkey[crypto_shorthash_KEYBYTES];
+	struct dfr_queue **buckets;
+	uint32_t bmask;
+	struct dfr_queue *qarr;
+	struct dfr_queue *freeq; /* linked through hnext */
+	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
+	uint32_t *peer_rid;
+	uint8_t *blockmem;       /* policy: 1 KiB per queue */
+	uint16_t *owner;         /* policy: scratch, one entry per payload byte */
+	struct rxp_pkt **fragv;  /* policy: scratch, fragments in arrival order */
+	uint8_t *pdata, *ptmp;   /* policy: scratch, 64 KiB each */
+};
+
+#define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
+#define DFR_POLICY_MAX_FRAGS 8192u
+
+/* Family glue. parse returns 1 for a fragment, 0 for a packet that is not
+ * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. */
+int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone);
+int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool *atomic);
+/* Fix the header of a result whose data is at the IP header and whose
+ * linear part holds the header; payload bytes = plen. 0 or -reason. */
+int dfr_ipv4_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen, uint8_t ecn,
+		    bool df);
+int dfr_ipv6_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen, uint8_t ecn);
+/* Remove the fragment header of a v6 atomic fragment in place. */
+int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
+
+/* Queue storage (defrag_queue.c). insert returns 0, DFR_DUP or DFR_OVERLAP;
+ * on 0 the queue owns pkt. */
+enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3 };
+int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt);
+int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
+bool dfr_policy_complete(const struct dfr_queue *q);
+/* Build the datagram from a complete queue (which is left empty); the
+ * result has data at the payload's header (pushed back), or NULL after
+ * dropping everything with *reason. */
+struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q);
+struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q);
+/* Call fn on every fragment of q and empty it. */
+void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *),
+			      void *arg);
+
+#endif

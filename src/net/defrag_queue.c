@@ -1,0 +1,266 @@
+/*
+ * Fragment storage inside one reassembly queue, and building the datagram.
+ *
+ * Strict mode keeps a red-black tree of runs (Linux's layout): each tree
+ * node heads a run of contiguous fragments linked through pkt->next, and
+ * its run_end says where the run stops. A fragment that starts where the
+ * last fragment ended is appended in O(1); one after a gap starts a new
+ * rightmost run; anything else is placed by a descent that also finds a
+ * duplicate (wholly inside a run) or an overlap (anything else that
+ * touches a run). Runs never overlap, so the descent is O(log runs).
+ *
+ * Policy mode keeps fragments unmerged in arrival order and a bitmap of the
+ * 8-byte blocks received (offsets are multiples of 8 and so is every end
+ * but the last, so blocks are exact); bytes are resolved at completion.
+ *
+ * The queue owns every fragment in it; these functions move ownership only
+ * as their comments say.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "net/defrag_internal.h"
+
+static int cb_cmp(struct dfr_cb *a, struct dfr_cb *b)
+{
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+RB_GENERATE_STATIC(dfr_tree, dfr_cb, rb, cb_cmp)
+
+/* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it. */
+int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
+{
+	struct dfr_cb *cb = dfr_cb(pkt), *n, *lcb;
+
+	pkt->next = NULL;
+	cb->run_end = cb->end;
+	if (!q->tail) {
+		RB_INSERT(dfr_tree, &q->runs, cb);
+		q->last_run = cb;
+		q->tail = pkt;
+		return DFR_OK;
+	}
+	lcb = dfr_cb(q->tail);
+	if (lcb->end == cb->off) {
+		/* The common case: in order, extend the last run. */
+		q->tail->next = pkt;
+		q->tail = pkt;
+		q->last_run->run_end = cb->end;
+		return DFR_OK;
+	}
+	if (lcb->end < cb->off) {
+		RB_INSERT(dfr_tree, &q->runs, cb);
+		q->last_run = cb;
+		q->tail = pkt;
+		return DFR_OK;
+	}
+	n = RB_ROOT(&q->runs);
+	while (n) {
+		if (cb->end <= n->off)
+			n = RB_LEFT(n, rb);
+		else if (cb->off >= n->run_end)
+			n = RB_RIGHT(n, rb);
+		else if (cb->off >= n->off && cb->end <= n->run_end)
+			return DFR_DUP;
+		else
+			return DFR_OVERLAP;
+	}
+	RB_INSERT(dfr_tree, &q->runs, cb);
+	return DFR_OK;
+}
+
+/* Consumes pkt on DFR_OK; otherwise the caller keeps it. */
+int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt)
+{
+	struct dfr_cb *cb = dfr_cb(pkt);
+	bool overlap = false;
+
+	if (q->nfrags >= DFR_POLICY_MAX_FRAGS)
+		return DFR_TOO_MANY;
+	for (uint32_t b = cb->off / 8; b < (cb->end + 7) / 8; b++) {
+		uint8_t bit = (uint8_t)(1u << (b & 7));
+
+		if (q->blocks[b >> 3] & bit) {
+			overlap = true;
+		} else {
+			q->blocks[b >> 3] |= bit;
+			q->nblocks++;
+		}
+	}
+	if (overlap)
+		t->c.policy_overlaps++;
+	pkt->next = NULL;
+	if (q->arr_tail)
+		q->arr_tail->next = pkt;
+	else
+		q->arr_head = pkt;
+	q->arr_tail = pkt;
+	return DFR_OK;
+}
+
+bool dfr_policy_complete(const struct dfr_queue *q)
+{
+	return q->nblocks == (q->len + 7) / 8;
+}
+
+/* Run fn on every fragment in q (which takes it over), leaving q empty. */
+void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *),
+			      void *arg)
+{
+	struct dfr_cb *n, *nx;
+	struct rxp_pkt *p, *pn;
+
+	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
+		nx = RB_NEXT(dfr_tree, &q->runs, n);
+		RB_REMOVE(dfr_tree, &q->runs, n);
+		for (p = dfr_pkt(n); p; p = pn) {
+			pn = p->next;
+			p->next = NULL;
+			fn(arg, p);
+		}
+	}
+	for (p = q->arr_head; p; p = pn) {
+		pn = p->next;
+		p->next = NULL;
+		fn(arg, p);
+	}
+	RB_INIT(&q->runs);
+	q->tail = NULL;
+	q->last_run = NULL;
+	q->arr_head = q->arr_tail = NULL;
+}
+
+static void drop_nomem(void *arg, struct rxp_pkt *p)
+{
+	rxp_pkt_drop(p, RXP_DROP_NOMEM);
+}
+
+struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
+{
+	struct dfr_cb *first = RB_MIN(dfr_tree, &q->runs), *n;
+	struct rxp_pkt *head = dfr_pkt(first), *p, *pn, *rest = NULL, **link = &rest;
+
+	/* Take every fragment after the head out of the tree in order. */
+	for (n = first; n; n = RB_NEXT(dfr_tree, &q->runs, n)) {
+		for (p = dfr_pkt(n); p; p = p->next) {
+			if (p != head) {
+				*link = p;
+				link = &p->next;
+			}
+		}
+	}
+	*link = NULL;
+	/* The loop above relinked next pointers in the same order, so
+	 * head->next may point into rest: cut it. */
+	head->next = NULL;
+	RB_INIT(&q->runs);
+	q->tail = NULL;
+	q->last_run = NULL;
+
+	rxp_pkt_push(head, q->hdrlen);
+	head = rxp_pkt_unshare(head);
+	if (!head) {
+		for (p = rest; p; p = pn) {
+			pn = p->next;
+			p->next = NULL;
+			rxp_pkt_drop(p, RXP_DROP_NOMEM);
+		}
+		return NULL;
+	}
+	for (p = rest; p; p = pn) {
+		pn = p->next;
+		p->next = NULL;
+		if (t->cfg.forward)
+			rxp_pkt_chain(head, p);
+		else
+			rxp_pkt_try_coalesce(head, p);
+	}
+	return head;
+}
+
+static bool later_wins(enum rxp_defrag_policy pol, const struct dfr_cb *nw,
+		       const struct dfr_cb *old)
+{
+	switch (pol) {
+	case RXP_DEFRAG_FIRST:
+		return false;
+	case RXP_DEFRAG_LAST:
+		return true;
+	case RXP_DEFRAG_BSD:
+		return nw->off < old->off;
+	case RXP_DEFRAG_BSD_RIGHT:
+		return nw->off <= old->off && nw->end > old->end;
+	case RXP_DEFRAG_LINUX:
+		return nw->off < old->off || (nw->off == old->off && nw->end > old->end);
+	case RXP_DEFRAG_WINDOWS:
+		return nw->off < old->off && nw->end > old->end;
+	case RXP_DEFRAG_SOLARIS:
+		return nw->off < old->off && nw->end >= old->end;
+	default:
+		return false;
+	}
+}
+
+struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q)
+{
+	uint32_t n = 0, total = q->len, i, b;
+	struct rxp_pkt *p, *first = NULL, *out;
+
+	for (p = q->arr_head; p; p = p->next)
+		t->fragv[n++] = p;
+	memset(t->owner, 0xff, total * sizeof(t->owner[0]));
+	for (i = 0; i < n; i++) {
+		struct dfr_cb *cb = dfr_cb(t->fragv[i]);
+		uint32_t lo = UINT32_MAX, hi = 0;
+		bool differ = false;
+
+		if (!first && cb->off == 0)
+			first = t->fragv[i];
+		rxp_pkt_copy_bits(t->fragv[i], 0, t->ptmp, cb->end - cb->off);
+		for (b = cb->off; b < cb->end; b++) {
+			uint16_t o = t->owner[b];
+			uint8_t v = t->ptmp[b - cb->off];
+
+			if (o == 0xffff) {
+				t->owner[b] = (uint16_t)i;
+				t->pdata[b] = v;
+				continue;
+			}
+			if (b < lo)
+				lo = b;
+			hi = b + 1;
+			differ |= v != t->pdata[b];
+			if (later_wins(t->cfg.policy, cb, dfr_cb(t->fragv[o]))) {
+				t->owner[b] = (uint16_t)i;
+				t->pdata[b] = v;
+			}
+		}
+		if (hi && t->cfg.overlap_cb) {
+			struct rxp_defrag_overlap ov = {
+				.family = q->key.family, .id = q->key.id,
+				.start = lo, .end = hi, .differ = differ,
+			};
+			t->cfg.overlap_cb(t->cfg.overlap_arg, &ov);
+		}
+	}
+	out = rxp_pkt_alloc(first->pool, q->hdrlen + total);
+	if (out) {
+		uint8_t *d = rxp_pkt_put(out, q->hdrlen + total);
+
+		memcpy(d, first->data - q->hdrlen, q->hdrlen);
+		memcpy(d + q->hdrlen, t->pdata, total);
+		out->tstamp_ns = first->tstamp_ns;
+		out->protocol = first->protocol;
+	}
+	for (i = 0; i < n; i++) {
+		t->fragv[i]->next = NULL;
+		if (out)
+			rxp_pkt_consume(t->fragv[i]);
+		else
+			rxp_pkt_drop(t->fragv[i], RXP_DROP_NOMEM);
+	}
+	q->arr_head = q->arr_tail = NULL;
+	(void)drop_nomem;
+	return out;
+}

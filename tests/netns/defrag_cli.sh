@@ -1,0 +1,51 @@
+#!/bin/bash
+# rxpath defrag on captures made with scapy (tests/tools/defrag_pcap.py):
+# Ethernet pcap, raw-IP pcap and pcapng in; tshark reads the output and the
+# datagram lengths and payload digests must match what was fragmented. Also
+# --keep-incomplete, --forward, a target policy, and bad input/options.
+# Needs no root: exits 77 when scapy (/usr/bin/python3) or tshark is missing.
+set -u
+RXPATH=${RXPATH:-$(dirname "$0")/../../build/release/rxpath}
+SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=/usr/bin/python3
+if ! $PY -c 'import scapy' 2>/dev/null; then echo "SKIP: scapy missing in $PY"; exit 77; fi
+if ! command -v tshark >/dev/null; then echo "SKIP: tshark missing"; exit 77; fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+$PY "$SRC/tests/tools/defrag_pcap.py" gen "$T" >/dev/null 2>&1 || { echo "FAIL: gen"; exit 1; }
+for f in in_eth.pcap in_raw.pcap in_eth.pcapng; do
+	for opts in "" "--forward" "--policy bsd" "--mem-limit 64k --json"; do
+		# shellcheck disable=SC2086
+		if ! "$RXPATH" defrag $opts "$T/$f" "$T/out.pcap" 2>"$T/err"; then
+			echo "FAIL: rxpath defrag $opts $f"; cat "$T/err"; fail=1; continue
+		fi
+		extra=0
+		case "$opts" in *policy*) extra=1 ;; esac
+		if ! $PY "$SRC/tests/tools/defrag_pcap.py" check "$T" "$T/out.pcap" 0 $extra >"$T/res"; then
+			echo "FAIL: $f $opts"; cat "$T/res"; fail=1
+		else
+			echo "ok: $f $opts: $(head -1 "$T/res")"
+		fi
+	done
+	"$RXPATH" defrag --keep-incomplete "$T/$f" "$T/outk.pcap" 2>/dev/null
+	if ! $PY "$SRC/tests/tools/defrag_pcap.py" check "$T" "$T/outk.pcap" -1 >"$T/res"; then
+		echo "FAIL: $f --keep-incomplete"; cat "$T/res"; fail=1
+	else
+		echo "ok: $f --keep-incomplete: $(head -1 "$T/res")"
+	fi
+done
+"$RXPATH" defrag --json "$T/in_eth.pcap" "$T/out.pcap" 2>"$T/json"
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ReasmOKs"]==4 and d["ReasmOverlaps"]==1 and d["duplicates"]==1, d' "$T/json" \
+	|| { echo "FAIL: json summary"; cat "$T/json"; fail=1; }
+echo garbage >"$T/bad.pcap"
+for args in "--policy nope $T/in_eth.pcap $T/x" "--mem-limit x $T/in_eth.pcap $T/x" \
+	    "--timeout 0 $T/in_eth.pcap $T/x" "$T/missing.pcap $T/x" "$T/bad.pcap $T/x" \
+	    "$T/in_eth.pcap" "$T/in_eth.pcap /nonexistent-dir/x.pcap"; do
+	# shellcheck disable=SC2086
+	"$RXPATH" defrag $args 2>"$T/err"
+	rc=$?
+	if [ $rc -eq 0 ] || ! [ -s "$T/err" ]; then echo "FAIL: '$args' rc=$rc"; fail=1; fi
+done
+[ $fail -eq 0 ] && echo "defrag_cli: all passed"
+exit $fail

@@ -1,0 +1,556 @@
+/* IPv4 reassembly rules (src/net/defrag*.c): one test per rule, each checks
+ * the counters and that the pool is empty at the end. */
+#include "defrag_test.h"
+
+#define NS 1000000000ull
+
+struct env {
+	struct rxp_pktpool *pp;
+	struct rxp_defrag_table *t;
+};
+
+static void env_up(struct env *e, const struct rxp_defrag_config *c)
+{
+	e->pp = dt_pool();
+	e->t = rxp_defrag_table_create(c);
+	assert_non_null(e->t);
+}
+
+static void env_down(struct env *e)
+{
+	rxp_defrag_table_destroy(e->t);
+	rxpt_pktpool_teardown(e->pp);
+}
+
+static struct rxp_pkt *in4(struct env *e, const struct dt4 *d, const uint8_t *pl, uint32_t off,
+			   uint32_t len, bool mf, uint64_t now)
+{
+	return rxp_defrag(e->t, dt_frag4(e->pp, d, pl, off, len, mf), now);
+}
+
+static void check_hdr(const struct rxp_pkt *r, uint32_t plen)
+{
+	const struct rxp_iphdr *ip = (const void *)r->data;
+
+	assert_int_equal(ntohs(ip->tot_len), 20 + plen);
+	assert_int_equal(ntohs(ip->frag_off) & (RXP_IP_MF | RXP_IP_OFFMASK), 0);
+	assert_int_equal(rxp_ip_csum(ip, 20), 0);
+	assert_int_equal(r->network_off, r->data - r->head);
+}
+
+/* In order, reversed, and shuffled: one datagram each, payload intact. */
+static void test_orders(void **state)
+{
+	static const int ord[3][4] = { { 0, 1, 2, 3 }, { 3, 2, 1, 0 }, { 2, 0, 3, 1 } };
+	struct env e;
+	uint8_t *pl = dt_payload(3000, 7);
+
+	env_up(&e, NULL);
+	for (int o = 0; o < 3; o++) {
+		struct dt4 d = { .id = (uint16_t)(100 + o) };
+		struct rxp_pkt *r = NULL;
+
+		for (int i = 0; i < 4; i++) {
+			int k = ord[o][i];
+			uint32_t off = (uint32_t)k * 800, len = k == 3 ? 600 : 800;
+
+			assert_null(r);
+			r = in4(&e, &d, pl, off, len, k != 3, 1);
+		}
+		assert_non_null(r);
+		check_hdr(r, 3000);
+		dt_check_payload(r, 20, pl, 3000);
+		rxp_pkt_consume(r);
+	}
+	struct rxp_defrag_counters c = dt_ctr(e.t);
+	assert_int_equal(c.ReasmReqds, 12);
+	assert_int_equal(c.ReasmOKs, 3);
+	assert_int_equal(c.ReasmFails, 0);
+	assert_int_equal(c.queues, 0);
+	assert_int_equal(c.mem, 0);
+	assert_true(c.mem_high_water > 0);
+	free(pl);
+	env_down(&e);
+}
+
+static void test_not_fragment_passes(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(100, 1);
+	struct dt4 d = { .id = 1 };
+
+	env_up(&e, NULL);
+	struct rxp_pkt *p = dt_frag4(e.pp, &d, pl, 0, 100, false);
+	assert_ptr_equal(rxp_defrag(e.t, p, 0), p);
+	rxp_pkt_consume(p);
+	assert_int_equal(dt_ctr(e.t).ReasmReqds, 0);
+	free(pl);
+	env_down(&e);
+}
+
+/* Exact duplicates of first, middle and last: still one datagram. */
+static void test_duplicates(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(24, 3);
+	struct dt4 d = { .id = 5 };
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
+	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
+	assert_null(in4(&e, &d, pl, 16, 8, false, 0));
+	assert_null(in4(&e, &d, pl, 16, 8, false, 0));
+	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
+	struct rxp_pkt *r = in4(&e, &d, pl, 8, 8, true, 0);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 24);
+	rxp_pkt_consume(r);
+	/* A duplicate after completion opens a new queue, which times out. */
+	assert_null(in4(&e, &d, pl, 8, 8, true, 1));
+	assert_int_equal(rxp_defrag_expire(e.t, 31 * NS), 1);
+	struct rxp_defrag_counters c = dt_ctr(e.t);
+	assert_int_equal(c.duplicates, 3);
+	assert_int_equal(c.ReasmOKs, 1);
+	assert_int_equal(c.ReasmTimeout, 1);
+	assert_int_equal(c.ReasmFails, 1);
+	free(pl);
+	env_down(&e);
+}
+
+/* A fragment inside a run with different bytes is a duplicate: first wins. */
+static void test_contained_differs_is_dup(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(32, 3), *other = dt_payload(32, 99);
+	struct dt4 d = { .id = 6 };
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 16, true, 0));
+	assert_null(in4(&e, &d, pl, 16, 8, true, 0));
+	assert_null(in4(&e, &d, other, 8, 16, true, 0)); /* spans two fragments of one run */
+	struct rxp_pkt *r = in4(&e, &d, pl, 24, 8, false, 0);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 32);
+	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(e.t).duplicates, 1);
+	assert_int_equal(dt_ctr(e.t).ReasmOverlaps, 0);
+	free(pl);
+	free(other);
+	env_down(&e);
+}
+
+/* A partial overlap kills the queue; later fragments start a new queue. */
+static void test_overlap_strict(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(48, 3);
+	struct dt4 d = { .id = 7 };
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 16, true, 0));
+	assert_null(in4(&e, &d, pl, 8, 16, true, 0));
+	struct rxp_defrag_counters c = dt_ctr(e.t);
+	assert_int_equal(c.ReasmOverlaps, 1);
+	assert_int_equal(c.ReasmFails, 1);
+	assert_int_equal(c.queues, 0);
+	/* The rest completes nothing: offset 0 is gone with the old queue. */
+	assert_null(in4(&e, &d, pl, 24, 24, false, 0));
+	assert_int_equal(dt_ctr(e.t).queues, 1);
+	assert_int_equal(rxp_defrag_expire(e.t, 30 * NS), 1);
+	free(pl);
+	env_down(&e);
+}
+
+static void test_conflicting_ends(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(64, 3);
+	struct dt4 d = { .id = 8 };
+
+	env_up(&e, NULL);
+	/* Two MF=0 with different ends. */
+	assert_null(in4(&e, &d, pl, 16, 8, false, 0));
+	assert_null(in4(&e, &d, pl, 16, 16, false, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmFails, 1);
+	/* An MF=0 fragment ending before data already seen. */
+	d.id = 9;
+	assert_null(in4(&e, &d, pl, 32, 16, true, 0));
+	assert_null(in4(&e, &d, pl, 8, 8, false, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmFails, 2);
+	/* Data past the known end. */
+	d.id = 10;
+	assert_null(in4(&e, &d, pl, 16, 8, false, 0));
+	assert_null(in4(&e, &d, pl, 24, 8, true, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmFails, 3);
+	/* A zero-length fragment. */
+	d.id = 11;
+	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
+	assert_null(in4(&e, &d, pl, 8, 0, true, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmFails, 4);
+	assert_int_equal(dt_ctr(e.t).queues, 0);
+	free(pl);
+	env_down(&e);
+}
+
+/* MF=1 length not a multiple of 8 is rounded down. */
+static void test_mf_len_rounded(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(40, 3);
+	struct dt4 d = { .id = 12 };
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 21, true, 0)); /* counts as [0,16) */
+	struct rxp_pkt *r = in4(&e, &d, pl, 16, 24, false, 0);
+	assert_non_null(r);
+	check_hdr(r, 40);
+	dt_check_payload(r, 20, pl, 40);
+	rxp_pkt_consume(r);
+	free(pl);
+	env_down(&e);
+}
+
+/* A result over 65535 bytes fails. */
+static void test_too_big(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(65600, 3);
+	struct dt4 d = { .id = 13 };
+	struct rxp_pktpool_stats st;
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 1480, true, 0));
+	for (uint32_t off = 1480; off < 63640; off += 1480)
+		assert_null(in4(&e, &d, pl, off, 1480, true, 0));
+	/* last: offset 63640 + 1900 = 65540 payload bytes > 65515 */
+	assert_null(in4(&e, &d, pl, 63640, 1900, false, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmFails, 1);
+	assert_int_equal(dt_ctr(e.t).ReasmOKs, 0);
+	rxp_pktpool_get_stats(e.pp, &st);
+	assert_int_equal(st.drops[RXP_DROP_FRAG_TOO_BIG], 1);
+	free(pl);
+	env_down(&e);
+}
+
+static void test_ecn_df(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(32, 3);
+	struct rxp_pkt *r;
+
+	env_up(&e, NULL);
+	/* Not-ECT with CE: drop. */
+	struct dt4 a = { .id = 20, .tos = 0 }, b = { .id = 20, .tos = 3 };
+	assert_null(in4(&e, &a, pl, 0, 16, true, 0));
+	assert_null(in4(&e, &b, pl, 16, 16, false, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmFails, 1);
+	/* ECT(0) with CE: CE. */
+	struct dt4 c0 = { .id = 21, .tos = 2 }, c1 = { .id = 21, .tos = 3 };
+	assert_null(in4(&e, &c0, pl, 0, 16, true, 0));
+	r = in4(&e, &c1, pl, 16, 16, false, 0);
+	assert_non_null(r);
+	assert_int_equal(((struct rxp_iphdr *)r->data)->tos & 3, 3);
+	check_hdr(r, 32);
+	rxp_pkt_consume(r);
+	/* DF only on the smaller fragment: no DF; on the larger: DF. */
+	struct dt4 n = { .id = 22 }, f = { .id = 22, .df = true };
+	assert_null(in4(&e, &n, pl, 0, 24, true, 0));
+	r = in4(&e, &f, pl, 24, 8, false, 0);
+	assert_non_null(r);
+	assert_int_equal(ntohs(((struct rxp_iphdr *)r->data)->frag_off), 0);
+	rxp_pkt_consume(r);
+	n.id = f.id = 23;
+	assert_null(in4(&e, &f, pl, 0, 24, true, 0));
+	r = in4(&e, &n, pl, 24, 8, false, 0);
+	assert_non_null(r);
+	assert_int_equal(ntohs(((struct rxp_iphdr *)r->data)->frag_off), RXP_IP_DF);
+	rxp_pkt_consume(r);
+	free(pl);
+	env_down(&e);
+}
+
+/* Timer armed at creation, not extended; a late last fragment starts anew. */
+static void test_timeout_not_extended(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(32, 3);
+	struct dt4 d = { .id = 30 };
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
+	assert_null(in4(&e, &d, pl, 8, 8, true, 29 * NS));
+	assert_int_equal(rxp_defrag_expire(e.t, 29 * NS + 1), 0);
+	/* The last fragment lands just after the timeout (lazy expiry). */
+	assert_null(in4(&e, &d, pl, 16, 16, false, 30 * NS));
+	struct rxp_defrag_counters c = dt_ctr(e.t);
+	assert_int_equal(c.ReasmTimeout, 1);
+	assert_int_equal(c.queues, 1);
+	assert_int_equal(rxp_defrag_expire(e.t, 60 * NS), 1);
+	free(pl);
+	env_down(&e);
+}
+
+/* Key separation: protocol, reversed addresses, zone; ID reuse after completion. */
+static void test_keys(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(16, 3);
+	struct dt4 a = { .id = 40, .proto = 17 }, b = { .id = 40, .proto = 6 };
+	struct dt4 rev = { .id = 40, .proto = 17, .src = htonl(0x0a000002), .dst = htonl(0x0a000001) };
+	struct rxp_pkt *r;
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &a, pl, 0, 8, true, 0));
+	assert_null(in4(&e, &b, pl, 8, 8, false, 0));
+	assert_null(in4(&e, &rev, pl, 8, 8, false, 0));
+	assert_int_equal(dt_ctr(e.t).queues, 3);
+	r = in4(&e, &a, pl, 8, 8, false, 0);
+	assert_non_null(r);
+	rxp_pkt_consume(r);
+	r = in4(&e, &a, pl, 0, 8, true, 0); /* reuse */
+	assert_null(r);
+	r = in4(&e, &a, pl, 8, 8, false, 0);
+	assert_non_null(r);
+	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(e.t).ReasmOKs, 2);
+	free(pl);
+	env_down(&e);
+}
+
+/* Forward mode keeps fragment boundaries on the frag_list. */
+static void test_forward_keeps_boundaries(void **state)
+{
+	struct env e;
+	struct rxp_defrag_config c = { .forward = true };
+	uint8_t *pl = dt_payload(4000, 3);
+	struct dt4 d = { .id = 50 };
+	struct rxp_pkt *r = NULL, *m;
+	int n = 0;
+
+	env_up(&e, &c);
+	for (uint32_t off = 0; off < 4000; off += 1000)
+		r = in4(&e, &d, pl, off, 1000, off + 1000 < 4000, 0);
+	assert_non_null(r);
+	for (m = r->frag_list; m; m = m->next) {
+		assert_int_equal(m->len, 1000);
+		n++;
+	}
+	assert_int_equal(n, 3);
+	dt_check_payload(r, 20, pl, 4000);
+	rxp_pkt_consume(r);
+	free(pl);
+	env_down(&e);
+}
+
+/* Memory pressure: sparse old queues fill the cap; evict mode still
+ * completes a new datagram, Linux mode drops it. */
+static void pressure_run(enum rxp_defrag_pressure pr, uint64_t *oks, uint64_t *evictions)
+{
+	struct env e;
+	struct rxp_defrag_config c = { .pressure = pr, .mem_limit = 64 * 1024 };
+	uint8_t *pl = dt_payload(1600, 3);
+	struct rxp_pkt *r = NULL;
+
+	env_up(&e, &c);
+	for (uint16_t id = 0; id < 200; id++) {
+		struct dt4 s = { .id = id, .src = htonl(0x0b000000u + id) };
+
+		assert_null(in4(&e, &s, pl, 8, 8, true, id));
+	}
+	assert_true(dt_ctr(e.t).mem <= 64 * 1024 + 4096);
+	struct dt4 d = { .id = 999 };
+	assert_null(in4(&e, &d, pl, 0, 800, true, 1000));
+	r = in4(&e, &d, pl, 800, 800, false, 1000);
+	if (r)
+		rxp_pkt_consume(r);
+	*oks = dt_ctr(e.t).ReasmOKs;
+	*evictions = dt_ctr(e.t).evictions;
+	assert_true(dt_ctr(e.t).mem_drops > 0);
+	free(pl);
+	env_down(&e);
+}
+
+static void test_pressure_policy(void **state)
+{
+	uint64_t oks, ev;
+
+	pressure_run(RXP_DEFRAG_PRESSURE_EVICT, &oks, &ev);
+	assert_int_equal(oks, 1);
+	assert_true(ev > 0);
+	pressure_run(RXP_DEFRAG_PRESSURE_LINUX, &oks, &ev);
+	assert_int_equal(oks, 0);
+	assert_int_equal(ev, 0);
+}
+
+/* A nearly complete queue is not evicted for a new sparse one. */
+static void test_pressure_protects_nearly_complete(void **state)
+{
+	struct env e;
+	struct rxp_defrag_config c = { .mem_limit = 40 * 1024 };
+	uint8_t *pl = dt_payload(12000, 3);
+	struct dt4 d = { .id = 1 };
+	struct rxp_pkt *r;
+
+	env_up(&e, &c);
+	/* 7 of 8 fragments of a 12000-byte datagram (the last one included). */
+	for (uint32_t off = 1496; off < 11968; off += 1496)
+		assert_null(in4(&e, &d, pl, off, 1496, off + 1496 < 11968, 0));
+	/* Sparse newcomers cannot push it out. */
+	for (uint16_t id = 100; id < 200; id++) {
+		struct dt4 s = { .id = id, .src = htonl(0x0c000000u + id) };
+
+		rxp_pkt_consume(in4(&e, &s, pl, 8, 8, true, 1));
+	}
+	r = in4(&e, &d, pl, 0, 1496, true, 2);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 11968);
+	rxp_pkt_consume(r);
+	assert_true(dt_ctr(e.t).mem_drops > 0);
+	free(pl);
+	env_down(&e);
+}
+
+static void test_queue_limit(void **state)
+{
+	struct env e;
+	struct rxp_defrag_config c = { .max_queues = 4, .pressure = RXP_DEFRAG_PRESSURE_LINUX };
+	uint8_t *pl = dt_payload(16, 3);
+	struct rxp_pktpool_stats st;
+
+	env_up(&e, &c);
+	for (uint16_t id = 0; id < 6; id++) {
+		struct dt4 s = { .id = id };
+
+		assert_null(in4(&e, &s, pl, 0, 8, true, 0));
+	}
+	assert_int_equal(dt_ctr(e.t).queues, 4);
+	rxp_pktpool_get_stats(e.pp, &st);
+	assert_int_equal(st.drops[RXP_DROP_FRAG_QUEUE_LIMIT], 2);
+	free(pl);
+	env_down(&e);
+}
+
+/* max_dist: more than 64 fragments from the source between two additions. */
+static void test_max_dist(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(16, 3);
+	struct dt4 d = { .id = 1 };
+	struct rxp_pkt *r;
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
+	for (int i = 0; i < 70; i++) {
+		struct dt4 o = { .id = (uint16_t)(1000 + i) };
+
+		assert_null(in4(&e, &o, pl, 0, 8, true, 0));
+	}
+	/* The queue was flushed: the last fragment alone does not complete. */
+	assert_null(in4(&e, &d, pl, 8, 8, false, 0));
+	assert_int_equal(dt_ctr(e.t).max_dist_flushes, 1);
+	r = in4(&e, &d, pl, 0, 8, true, 0);
+	assert_non_null(r);
+	rxp_pkt_consume(r);
+	free(pl);
+	env_down(&e);
+}
+
+/* Many never-completing 8-byte fragments in random order: bounded memory,
+ * drained by the timer. */
+static void test_fragmentsmack_churn(void **state)
+{
+	struct env e;
+	struct rxp_defrag_config c = { .mem_limit = 1 << 20 };
+	uint8_t *pl = dt_payload(65536, 3);
+	struct rxpt_rng rng;
+
+	rxpt_rng_seed(&rng, rxpt_seed("fragmentsmack"));
+	env_up(&e, &c);
+	for (int i = 0; i < 3000; i++) {
+		struct dt4 s = { .id = (uint16_t)rxpt_rng_below(&rng, 8) };
+		uint32_t off = (uint32_t)rxpt_rng_below(&rng, 8000) * 8 + 8;
+
+		assert_null(in4(&e, &s, pl, off, 8, true, 0));
+		assert_true(dt_ctr(e.t).mem <= (1 << 20) + 8192);
+	}
+	rxp_defrag_expire(e.t, 30 * NS);
+	assert_int_equal(dt_ctr(e.t).queues, 0);
+	assert_int_equal(dt_ctr(e.t).mem, 0);
+	free(pl);
+	env_down(&e);
+}
+
+/* RFC 1858: an FO=1 fragment overwriting the TCP header overlaps: strict drops. */
+static void test_tiny_fragment_overlap(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(64, 3);
+	struct dt4 d = { .id = 60, .proto = 6 };
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 24, true, 0));
+	assert_null(in4(&e, &d, pl, 8, 56, false, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmOverlaps, 1);
+	free(pl);
+	env_down(&e);
+}
+
+/* 64 KiB datagram at a 1280-byte MTU: 53 fragments, shuffled. */
+static void test_many_fragments(void **state)
+{
+	struct env e;
+	uint32_t plen = 65000, step = 1232, n = (plen + step - 1) / step, order[64];
+	uint8_t *pl = dt_payload(plen, 5);
+	struct dt4 d = { .id = 70 };
+	struct rxpt_rng rng;
+	struct rxp_pkt *r = NULL;
+
+	rxpt_rng_seed(&rng, rxpt_seed("many"));
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	for (uint32_t i = n - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)rxpt_rng_below(&rng, i + 1), x = order[i];
+
+		order[i] = order[j];
+		order[j] = x;
+	}
+	env_up(&e, NULL);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t off = order[i] * step, len = off + step > plen ? plen - off : step;
+
+		assert_null(r);
+		r = in4(&e, &d, pl, off, len, off + len < plen, 0);
+	}
+	assert_non_null(r);
+	check_hdr(r, plen);
+	dt_check_payload(r, 20, pl, plen);
+	rxp_pkt_consume(r);
+	free(pl);
+	env_down(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_orders),
+		cmocka_unit_test(test_not_fragment_passes),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_contained_differs_is_dup),
+		cmocka_unit_test(test_overlap_strict),
+		cmocka_unit_test(test_conflicting_ends),
+		cmocka_unit_test(test_mf_len_rounded),
+		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_ecn_df),
+		cmocka_unit_test(test_timeout_not_extended),
+		cmocka_unit_test(test_keys),
+		cmocka_unit_test(test_forward_keeps_boundaries),
+		cmocka_unit_test(test_pressure_policy),
+		cmocka_unit_test(test_pressure_protects_nearly_complete),
+		cmocka_unit_test(test_queue_limit),
+		cmocka_unit_test(test_max_dist),
+		cmocka_unit_test(test_fragmentsmack_churn),
+		cmocka_unit_test(test_tiny_fragment_overlap),
+		cmocka_unit_test(test_many_fragments),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

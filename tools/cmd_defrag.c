@@ -1,0 +1,359 @@
+/*
+ * rxpath defrag: reassemble the IP fragments in a capture.
+ *
+ * Reads pcap or pcapng (Ethernet, with up to two VLAN tags, or raw IP link
+ * types) through libpcap and writes a pcap (same link type, nanosecond
+ * timestamps) in which every complete datagram appears once, reassembled,
+ * at the timestamp of the fragment that completed it, behind that
+ * fragment's link header. Unfragmented frames pass through unchanged.
+ * Fragments of datagrams that never complete are left out, or written as
+ * they were with --keep-incomplete (when the table drops them: timeout,
+ * overlap, eviction, end of input). Time comes from the packet timestamps,
+ * so timeouts behave as on the wire. Owns the pcap handles, the packet pool
+ * and the table; everything is released on every exit path.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "rxpath/defrag.h"
+#include "rxpath/pkt.h"
+#include "rxpath/wire.h"
+
+struct dctx {
+	pcap_dumper_t *dump;
+	struct rxp_pktpool *pp;
+	unsigned headroom;
+	uint64_t in, out_pass, out_reasm, out_kept, nonip, alloc_fail;
+	uint8_t *buf; /* link header + largest datagram */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rxpath defrag [--policy P] [--forward] [--mem-limit BYTES]\n"
+		"                     [--timeout SECONDS] [--keep-incomplete] [--json] IN OUT\n\n"
+		"Reassemble IPv4/IPv6 fragments in IN (pcap or pcapng; Ethernet or raw IP)\n"
+		"and write OUT (pcap): each complete datagram once, at the time of the\n"
+		"fragment that completed it; unfragmented packets unchanged.\n\n"
+		"  --policy P         overlap policy: strict (default, as Linux), first, last,\n"
+		"                     bsd, bsd-right, linux, windows, solaris\n"
+		"  --forward          keep fragment boundaries (forwarding mode)\n"
+		"  --mem-limit BYTES  reassembly memory cap (suffix k, m, g; default 4m)\n"
+		"  --timeout SECONDS  reassembly timeout (default 30 for IPv4, 60 for IPv6)\n"
+		"  --keep-incomplete  also write the fragments of datagrams that never complete\n"
+		"  --json             counters summary on stderr as JSON\n");
+}
+
+static int parse_bytes(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': x <<= 10; end++; break;
+	case 'm': case 'M': x <<= 20; end++; break;
+	case 'g': case 'G': x <<= 30; end++; break;
+	default: break;
+	}
+	if (*end || x == 0 || x > (1ull << 40))
+		return -1;
+	*v = x;
+	return 0;
+}
+
+static void write_frame(struct dctx *c, uint64_t ts_ns, const uint8_t *b, uint32_t len)
+{
+	struct pcap_pkthdr h;
+
+	h.ts.tv_sec = (time_t)(ts_ns / 1000000000ull);
+	h.ts.tv_usec = (suseconds_t)(ts_ns % 1000000000ull); /* nanoseconds: see pcap_open_dead */
+	h.caplen = h.len = len;
+	pcap_dump((u_char *)c->dump, &h, b);
+}
+
+/* The table hands us each fragment it gives up on; its link header is still
+ * in the headroom in front of the IP header (we pulled it at input). */
+static void on_discard(void *arg, const struct rxp_pkt *pkt)
+{
+	struct dctx *c = arg;
+	const uint8_t *mac = pkt->head + c->headroom;
+	uint32_t l2 = (uint32_t)(pkt->data - mac);
+
+	if (pkt->data < mac || rxp_pkt_copy_bits(pkt, 0, c->buf + l2, pkt->len))
+		return;
+	memcpy(c->buf, mac, l2);
+	write_frame(c, pkt->tstamp_ns, c->buf, l2 + pkt->len);
+	c->out_kept++;
+}
+
+/* Link header length of an Ethernet frame carrying IP, or -1. */
+static int eth_l2len(const uint8_t *b, uint32_t len)
+{
+	uint32_t off = 12;
+
+	for (int tags = 0; tags < 3; tags++) {
+		uint16_t et;
+
+		if (off + 2 > len)
+			return -1;
+		et = (uint16_t)(b[off] << 8 | b[off + 1]);
+		if (et == RXP_ETH_P_IP || et == RXP_ETH_P_IPV6)
+			return (int)off + 2;
+		if (et != RXP_ETH_P_8021Q && et != 0x88a8)
+			return -1;
+		off += 4;
+	}
+	return -1;
+}
+
+static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, bool json,
+		    enum rxp_defrag_policy pol)
+{
+	struct rxp_defrag_counters k = *kp;
+	struct rxp_pktpool_stats st;
+
+	rxp_pktpool_get_stats(c->pp, &st);
+	if (json) {
+		fprintf(stderr,
+			"{\"policy\":\"%s\",\"packets_in\":%" PRIu64 ",\"passed\":%" PRIu64
+			",\"reassembled\":%" PRIu64 ",\"kept_fragments\":%" PRIu64
+			",\"alloc_fail\":%" PRIu64 ",\"ReasmReqds\":%" PRIu64 ",\"ReasmOKs\":%" PRIu64
+			",\"ReasmFails\":%" PRIu64 ",\"ReasmTimeout\":%" PRIu64
+			",\"ReasmOverlaps\":%" PRIu64 ",\"evictions\":%" PRIu64
+			",\"duplicates\":%" PRIu64 ",\"policy_overlaps\":%" PRIu64
+			",\"invalid\":%" PRIu64 ",\"mem_drops\":%" PRIu64
+			",\"max_dist_flushes\":%" PRIu64 ",\"mem_high_water\":%" PRIu64 ",\"drops\":{",
+			rxp_defrag_policy_name(pol), c->in, c->out_pass, c->out_reasm, c->out_kept,
+			c->alloc_fail, k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout,
+			k.ReasmOverlaps, k.evictions, k.duplicates, k.policy_overlaps, k.invalid,
+			k.mem_drops, k.max_dist_flushes, k.mem_high_water);
+		bool first = true;
+		for (unsigned i = 0; i < RXP_DROP_MAX; i++) {
+			if (!st.drops[i])
+				continue;
+			fprintf(stderr, "%s\"%s\":%" PRIu64, first ? "" : ",",
+				rxp_drop_reason_name(i), st.drops[i]);
+			first = false;
+		}
+		fprintf(stderr, "}}\n");
+		return;
+	}
+	fprintf(stderr,
+		"rxpath defrag (%s): %" PRIu64 " packets in; out: %" PRIu64 " passed, %" PRIu64
+		" reassembled, %" PRIu64 " incomplete fragments kept\n"
+		"  ReasmReqds %" PRIu64 "  ReasmOKs %" PRIu64 "  ReasmFails %" PRIu64
+		"  ReasmTimeout %" PRIu64 "  ReasmOverlaps %" PRIu64 "\n"
+		"  evictions %" PRIu64 "  duplicates %" PRIu64 "  policy_overlaps %" PRIu64
+		"  invalid %" PRIu64 "  mem_drops %" PRIu64 "  mem_high_water %" PRIu64 "\n",
+		rxp_defrag_policy_name(pol), c->in, c->out_pass, c->out_reasm, c->out_kept,
+		k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout, k.ReasmOverlaps,
+		k.evictions, k.duplicates, k.policy_overlaps, k.invalid, k.mem_drops,
+		k.mem_high_water);
+	for (unsigned i = 0; i < RXP_DROP_MAX; i++)
+		if (st.drops[i])
+			fprintf(stderr, "  drop %s %" PRIu64 "\n", rxp_drop_reason_name(i),
+				st.drops[i]);
+	if (c->alloc_fail)
+		fprintf(stderr, "  %" PRIu64 " packets passed unprocessed (out of buffers)\n",
+			c->alloc_fail);
+}
+
+static int defrag_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "policy", required_argument, NULL, 'p' },
+		{ "forward", no_argument, NULL, 'f' },
+		{ "mem-limit", required_argument, NULL, 'm' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "keep-incomplete", no_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rxp_defrag_config cfg = { 0 };
+	struct dctx c = { 0 };
+	bool json = false, keep = false;
+	char errbuf[PCAP_ERRBUF_SIZE];
+	pcap_t *in = NULL, *outp = NULL;
+	struct rxp_defrag_table *t = NULL;
+	struct pcap_pkthdr *h;
+	const u_char *frame;
+	int o, dlt, rc = RXP_EXIT_USAGE, r;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'p':
+			if (rxp_defrag_policy_parse(optarg, &cfg.policy)) {
+				fprintf(stderr, "rxpath defrag: unknown policy '%s'\n", optarg);
+				return RXP_EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			cfg.forward = true;
+			break;
+		case 'm':
+			if (parse_bytes(optarg, &cfg.mem_limit)) {
+				fprintf(stderr, "rxpath defrag: bad --mem-limit '%s'\n", optarg);
+				return RXP_EXIT_USAGE;
+			}
+			break;
+		case 't': {
+			char *end;
+			double s = strtod(optarg, &end);
+
+			if (end == optarg || *end || !(s > 0) || s > 1e6) {
+				fprintf(stderr, "rxpath defrag: bad --timeout '%s'\n", optarg);
+				return RXP_EXIT_USAGE;
+			}
+			cfg.timeout_v4_ns = cfg.timeout_v6_ns = (uint64_t)llround(s * 1e9);
+			break;
+		}
+		case 'k':
+			keep = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return RXP_EXIT_OK;
+		default:
+			usage(stderr);
+			return RXP_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "rxpath defrag: need IN and OUT\n");
+		usage(stderr);
+		return RXP_EXIT_USAGE;
+	}
+	in = pcap_open_offline_with_tstamp_precision(argv[optind], PCAP_TSTAMP_PRECISION_NANO,
+						     errbuf);
+	if (!in) {
+		fprintf(stderr, "rxpath defrag: cannot read %s: %s\n", argv[optind], errbuf);
+		return RXP_EXIT_USAGE;
+	}
+	dlt = pcap_datalink(in);
+	if (dlt != DLT_EN10MB && dlt != DLT_RAW && dlt != DLT_IPV4 && dlt != DLT_IPV6) {
+		fprintf(stderr, "rxpath defrag: %s: unsupported link type %s (need Ethernet or raw IP)\n",
+			argv[optind], pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
+		goto out;
+	}
+	outp = pcap_open_dead_with_tstamp_precision(dlt, 262144, PCAP_TSTAMP_PRECISION_NANO);
+	if (!outp || !(c.dump = pcap_dump_open(outp, argv[optind + 1]))) {
+		fprintf(stderr, "rxpath defrag: cannot write %s: %s\n", argv[optind + 1],
+			outp ? pcap_geterr(outp) : "out of memory");
+		goto out;
+	}
+	{
+		uint64_t ml = cfg.mem_limit ? cfg.mem_limit : (4u << 20);
+		uint64_t np = ml / 1024 + 4096;
+		struct rxp_pktpool_config pc = {
+			.name = "defrag", .n_pkts = (unsigned)(np > (1u << 22) ? (1u << 22) : np),
+			.n_large = 256,
+		};
+
+		c.pp = rxp_pktpool_create(&pc);
+	}
+	if (keep) {
+		cfg.discard_cb = on_discard;
+		cfg.discard_arg = &c;
+	}
+	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
+	c.buf = malloc(262144);
+	if (!c.pp || !t || !c.buf) {
+		fprintf(stderr, "rxpath defrag: out of memory\n");
+		rc = RXP_EXIT_FAIL;
+		goto out;
+	}
+	c.headroom = rxp_pktpool_headroom(c.pp);
+	while ((r = pcap_next_ex(in, &h, &frame)) == 1) {
+		uint64_t now = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		uint64_t reqds;
+		struct rxp_defrag_counters k;
+		struct rxp_pkt *p, *res;
+		int l2 = 0;
+
+		c.in++;
+		rxp_defrag_expire(t, now);
+		if (dlt == DLT_EN10MB)
+			l2 = eth_l2len(frame, h->caplen);
+		if (l2 < 0 || (uint32_t)l2 >= h->caplen) {
+			c.nonip++;
+			c.out_pass++;
+			write_frame(&c, now, frame, h->caplen);
+			continue;
+		}
+		p = rxp_pkt_alloc(c.pp, h->caplen);
+		if (!p) {
+			c.alloc_fail++;
+			c.out_pass++;
+			write_frame(&c, now, frame, h->caplen);
+			continue;
+		}
+		memcpy(rxp_pkt_put(p, h->caplen), frame, h->caplen);
+		rxp_pkt_pull(p, (uint32_t)l2);
+		p->tstamp_ns = now;
+		p->network_off = (uint16_t)(p->data - p->head);
+		rxp_defrag_get_counters(t, &k);
+		reqds = k.ReasmReqds;
+		res = rxp_defrag(t, p, now);
+		if (!res)
+			continue;
+		rxp_defrag_get_counters(t, &k);
+		if (k.ReasmReqds == reqds) {
+			/* Not a fragment: the frame as it came. */
+			c.out_pass++;
+			write_frame(&c, now, frame, h->caplen);
+		} else {
+			memcpy(c.buf, frame, (size_t)l2);
+			rxp_pkt_copy_bits(res, 0, c.buf + l2, res->len);
+			write_frame(&c, now, c.buf, (uint32_t)l2 + res->len);
+			c.out_reasm++;
+		}
+		rxp_pkt_consume(res);
+	}
+	if (r == -1) {
+		fprintf(stderr, "rxpath defrag: %s: %s\n", argv[optind], pcap_geterr(in));
+		rc = RXP_EXIT_USAGE;
+		goto out;
+	}
+	/* End of input: what is left never completed (the hook sees it). */
+	{
+		struct rxp_defrag_counters k;
+
+		rxp_defrag_get_counters(t, &k);
+		rxp_defrag_table_destroy(t);
+		t = NULL;
+		summary(&k, &c, json, cfg.policy);
+	}
+	rc = RXP_EXIT_OK;
+out:
+	rxp_defrag_table_destroy(t);
+	if (c.dump)
+		pcap_dump_close(c.dump);
+	if (outp)
+		pcap_close(outp);
+	if (in)
+		pcap_close(in);
+	free(c.buf);
+	if (c.pp && rxp_pktpool_destroy(c.pp)) {
+		fprintf(stderr, "rxpath defrag: packet leak\n");
+		rc = RXP_EXIT_FAIL;
+	}
+	return rc;
+}
+
+RXP_COMMAND(defrag, "defrag", "reassemble IP fragments in a pcap/pcapng file", defrag_main);
