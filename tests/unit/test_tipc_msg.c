@@ -287,13 +287,13 @@ static struct rxp_pkt *strip_udp(struct rxp_pkt *d)
 
 /* Property: random message sizes and MTUs through rxp_tipc_udp_build and
  * back through the link arrive complete, in order, byte for byte (model: the
- * list of sums sent). RXP_PROPERTY_SCALE multiplies the 300 rounds. */
+ * list of sums sent). RXP_PROPERTY_SCALE multiplies the 1000 rounds. */
 static void test_property_udp_roundtrip(void **state)
 {
 	struct rxp_pktpool *pp = tt_pool();
 	struct rxpt_rng r;
 	const char *sc = getenv("RXP_PROPERTY_SCALE");
-	unsigned rounds = 300 * (sc ? (unsigned)atoi(sc) : 1), total = 0;
+	unsigned rounds = 1000 * (sc ? (unsigned)atoi(sc) : 1), total = 0;
 	static struct tt_sink s;
 	static uint32_t sums[64], sizes[64];
 
