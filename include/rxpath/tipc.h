@@ -232,8 +232,10 @@ int rxp_tipc_bundle_add(struct rxp_pkt *bundle, const struct rxp_pkt *msg, uint3
 
 /* Split msg into MSG_FRAGMENTER packets of at most mtu bytes (FIRST,
  * FRAGMENT..., LAST, fragm_no 1, 2, ...; nof_fragms 0) appended to out. A
- * message that fits in mtu is queued as is. Consumes msg. Returns the number
- * of packets queued, or -errno with nothing queued (msg dropped, counted). */
+ * message that fits in mtu is queued as is. Fragment data larger than
+ * RXP_TIPC_COPY_BREAK references msg's pages (no copy), smaller is copied.
+ * Consumes msg. Returns the number of packets queued, or -errno with
+ * nothing queued (msg dropped, counted). */
 int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		      struct rxp_pkt_queue *out);
 

@@ -22,6 +22,7 @@
 
 #include "rxpath/compiler.h"
 #include "rxpath/tipc.h"
+#include "tipc/tipc_internal.h"
 
 enum ctx { CTX_TOP, CTX_BUNDLE, CTX_REASM };
 
@@ -226,51 +227,23 @@ void rxp_tipc_link_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 
 /*
  * A new packet holding bytes [off, off + len) of src. Small messages are
- * copied; larger ones reference src's pages (head page and page frags)
- * without copying, with only the header pulled into the new packet's own
- * head. Falls back to a copy when src's bytes sit in a frag_list or the
- * range spans more than RXP_MAX_FRAGS pieces. NULL when out of memory.
+ * copied; larger ones reference src's pages without copying, with only the
+ * header pulled into the new packet's own head. Falls back to a copy when
+ * src's bytes sit in a frag_list or span more than RXP_MAX_FRAGS pieces.
+ * NULL when out of memory.
  */
 static struct rxp_pkt *pkt_range(struct rxp_pktpool *pp, struct rxp_pkt *src, uint32_t off,
 				 uint32_t len)
 {
-	uint32_t hl = rxp_pkt_headlen(src), pos = 0, end = off + len;
 	struct rxp_pkt *p;
 
 	if (len > RXP_TIPC_COPY_BREAK && !src->frag_list) {
 		p = rxp_pkt_alloc(pp, RXP_TIPC_MAX_H_SIZE);
 		if (!p)
 			return NULL;
-		if (off < hl) {
-			uint32_t n = (end < hl ? end : hl) - off;
-
-			rxp_page_get(src->head_page);
-			if (rxp_pkt_add_frag(p, src->head_page,
-					     (uint32_t)(src->data - src->head_page->addr) + off, n,
-					     n)) {
-				rxp_page_put(src->head_page);
-				goto copy;
-			}
-		}
-		pos = hl;
-		for (unsigned i = 0; i < src->nr_frags && pos < end; i++) {
-			const struct rxp_frag *f = &src->frags[i];
-			uint32_t s = pos > off ? pos : off;
-			uint32_t e = pos + f->size < end ? pos + f->size : end;
-
-			if (e > s) {
-				rxp_page_get(f->page);
-				if (rxp_pkt_add_frag(p, f->page, f->off + (s - pos), e - s,
-						     e - s)) {
-					rxp_page_put(f->page);
-					goto copy;
-				}
-			}
-			pos += f->size;
-		}
-		if (p->len == len && rxp_pkt_may_pull(p, RXP_TIPC_MIN_H_SIZE))
+		if (!tipc_pkt_add_range(p, src, off, len) &&
+		    rxp_pkt_may_pull(p, RXP_TIPC_MIN_H_SIZE))
 			return p;
-copy:
 		rxp_pkt_consume(p);
 	}
 	p = rxp_pkt_alloc(pp, len);

@@ -14,6 +14,7 @@
 
 #include "rxpath/compiler.h"
 #include "rxpath/tipc.h"
+#include "tipc/tipc_internal.h"
 
 const struct rxp_tipc_field_desc rxp_tipc_fields[RXP_TIPC_F_MAX] = {
 #define FIELD_DESC(name, w, hi, lo) [RXP_TIPC_F_##name] = { #name, w, hi, lo },
@@ -64,12 +65,11 @@ uint32_t rxp_tipc_orignode(const uint8_t *h)
 void rxp_tipc_hdr_init(uint8_t *h, unsigned user, unsigned type, unsigned hsize,
 		       uint32_t prevnode, uint32_t destnode)
 {
+	/* Whole words: this runs once per fragment on the send path. */
 	memset(h, 0, hsize);
-	rxp_tipc_set(h, RXP_TIPC_F_VERSION, RXP_TIPC_VERSION);
-	rxp_tipc_set(h, RXP_TIPC_F_USER, user);
-	rxp_tipc_set_hsize(h, hsize);
-	rxp_tipc_set(h, RXP_TIPC_F_SIZE, hsize);
-	rxp_tipc_set(h, RXP_TIPC_F_TYPE, type);
+	rxp_tipc_set_word(h, 0, (uint32_t)RXP_TIPC_VERSION << 29 | (user & 15u) << 25 |
+				       ((hsize / 4) & 15u) << 21 | (hsize & 0x1ffffu));
+	rxp_tipc_set_word(h, 1, (type & 7u) << 29);
 	rxp_tipc_set_word(h, 3, prevnode);
 	if (hsize > RXP_TIPC_SHORT_H_SIZE) {
 		rxp_tipc_set_word(h, 6, prevnode);
@@ -98,21 +98,21 @@ enum rxp_drop_reason rxp_tipc_validate(const uint8_t *p, size_t len)
 
 enum rxp_drop_reason rxp_tipc_validate_pkt(const struct rxp_pkt *pkt)
 {
-	uint8_t buf[RXP_TIPC_MAX_H_SIZE];
-	uint32_t n = pkt->len < RXP_TIPC_MAX_H_SIZE ? pkt->len : RXP_TIPC_MAX_H_SIZE;
+	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
 	const uint8_t *h;
 	unsigned hsize;
 	uint32_t size;
 
-	/* V1: read at most a maximal header, wherever its bytes live. */
-	if (n < RXP_TIPC_MIN_H_SIZE)
+	/* V1: word 0 holds everything V1-V3 need; only the minimal header is
+	 * read (in place when linear), the rest is checked by length. */
+	if (pkt->len < RXP_TIPC_MIN_H_SIZE)
 		return RXP_DROP_TIPC_HDR;
-	h = rxp_pkt_header_pointer(pkt, 0, n, buf);
+	h = rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, buf);
 	if (!h || rxp_tipc_bits(h, 0, 31, 29) != RXP_TIPC_VERSION)
 		return RXP_DROP_TIPC_HDR;
-	/* V2: hsize <= 60 and <= n means the whole header was read. */
+	/* V2 */
 	hsize = rxp_tipc_hsize(h);
-	if (hsize < RXP_TIPC_MIN_H_SIZE || hsize > n)
+	if (hsize < RXP_TIPC_MIN_H_SIZE || hsize > RXP_TIPC_MAX_H_SIZE || hsize > pkt->len)
 		return RXP_DROP_TIPC_HDR;
 	/* V3 against the whole packet. */
 	size = rxp_tipc_size(h);
@@ -203,6 +203,33 @@ int rxp_tipc_bundle_add(struct rxp_pkt *b, const struct rxp_pkt *msg, uint32_t m
 	return 0;
 }
 
+/*
+ * A fragment packet: room for the 40-byte header in its own head, then
+ * bytes [off, off + n) of msg. Large pieces reference msg's pages (no copy;
+ * msg's bytes are never written afterwards), small ones are copied.
+ */
+static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t off,
+				uint32_t n)
+{
+	struct rxp_pkt *f;
+
+	if (n > RXP_TIPC_COPY_BREAK && !msg->frag_list) {
+		f = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
+		if (!f)
+			return NULL;
+		rxp_pkt_put(f, RXP_TIPC_INT_H_SIZE);
+		if (!tipc_pkt_add_range(f, msg, off, n))
+			return f;
+		rxp_pkt_consume(f);
+	}
+	f = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE + n);
+	if (!f)
+		return NULL;
+	rxp_pkt_put(f, RXP_TIPC_INT_H_SIZE + n);
+	rxp_pkt_copy_bits(msg, off, f->data + RXP_TIPC_INT_H_SIZE, n);
+	return f;
+}
+
 int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		      struct rxp_pkt_queue *out)
 {
@@ -234,7 +261,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		uint32_t n = total - off < chunk ? total - off : chunk;
 		unsigned type = off == 0 ? RXP_TIPC_FIRST_FRAGMENT :
 			off + n == total ? RXP_TIPC_LAST_FRAGMENT : RXP_TIPC_FRAGMENT;
-		struct rxp_pkt *f = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE + n);
+		struct rxp_pkt *f = frag_new(pp, msg, off, n);
 		uint8_t *h;
 
 		if (!f || no > 0xffff) {
@@ -243,13 +270,13 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 			rxp_pkt_drop(msg, RXP_DROP_NOMEM);
 			return -ENOMEM;
 		}
-		h = rxp_pkt_put(f, RXP_TIPC_INT_H_SIZE + n);
+		h = f->data;
 		rxp_tipc_hdr_init(h, RXP_TIPC_MSG_FRAGMENTER, type, RXP_TIPC_INT_H_SIZE,
 				  prevnode, destnode);
-		rxp_tipc_set(h, RXP_TIPC_F_SIZE, RXP_TIPC_INT_H_SIZE + n);
-		rxp_tipc_set(h, RXP_TIPC_F_FRAGM_NO, no);
-		rxp_tipc_set(h, RXP_TIPC_F_IMPORTANCE, imp);
-		rxp_pkt_copy_bits(msg, off, h + RXP_TIPC_INT_H_SIZE, n);
+		/* size, fragm_no (nof_fragms stays 0) and importance, by word */
+		rxp_tipc_set_word(h, 0, rxp_tipc_word(h, 0) + n);
+		rxp_tipc_set_word(h, 4, no << 16);
+		rxp_tipc_set_word(h, 9, imp & 7u);
 		rxp_pkt_enqueue(&q, f);
 	}
 	rxp_pkt_consume(msg);
