@@ -66,6 +66,8 @@
 	X(TIPC_LINK_RESET, "tipc_link_reset")                                  \
 	X(TIPC_USER, "tipc_unknown_user")                                      \
 	X(TIPC_NO_PORT, "tipc_no_port")                                        \
+	X(TIPC_TUNNEL, "tipc_tunnel_unsupported")                              \
+	X(TIPC_UNHANDLED, "tipc_link_proto_unhandled")                         \
 	/* core */                                                             \
 	X(STEER_FULL, "steer_queue_full")                                      \
 	X(SINK, "sink_rejected")
