@@ -1,0 +1,262 @@
+/*
+ * The page pool (see include/rxpath/page_pool.h for the model).
+ *
+ * Owns: the backing store (one allocation of n_pages pages and their struct
+ * rxp_page descriptors), the owner's array cache, the return ring and the
+ * store ring of never-used or released pages.
+ *
+ * Invariants:
+ *   - a page is in exactly one place: the cache, the return ring, the store
+ *     ring, or out (refcount > 0);
+ *   - only the owner thread touches the cache and the owner-side counters;
+ *     other threads only enqueue on the rings and bump atomic counters;
+ *   - outstanding = handed out - came back, and is 0 when every user has
+ *     put every reference.
+ * priv bits of a page: bit 0 = not reusable (remote), bit 1 = fresh from the
+ * store (so its first hand-out is counted slow).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxpath/compiler.h"
+#include "rxpath/log.h"
+#include "rxpath/page_pool.h"
+#include "rxpath/pool.h"
+#include "ring.h"
+
+#define PG_REMOTE 1u
+#define PG_FRESH 2u
+
+struct rxp_page_pool {
+	/* Owner side: one cache line of hot state, then the cache. */
+	unsigned owner;
+	uint32_t cache_n;
+	uint64_t fast, slow, empty, recycled_local, waived_local, released_local;
+	uint64_t handed, back_local;
+	struct rxp_page *cache[RXP_PP_CACHE_SIZE];
+	/* Shared side. */
+	_Alignas(64) _Atomic uint64_t back_remote;
+	_Atomic uint64_t recycled_ring;
+	_Atomic uint64_t waived_remote;
+	_Atomic uint64_t released_remote;
+	char name[32];
+	uint32_t page_size, n_pages;
+	uint8_t *mem;
+	struct rxp_page *pages;
+	struct rxp_mpmc *ring;  /* returns */
+	struct rxp_mpmc *store; /* fresh and released pages */
+};
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static struct rxp_mpmc *mpmc_new(uint32_t n)
+{
+	uint32_t size = pow2_at_least(n);
+	struct rxp_mpmc *r = aligned_alloc(
+		RXP_CACHELINE,
+		RXP_ALIGN_UP(sizeof(*r) + (size_t)size * sizeof(void *), (size_t)RXP_CACHELINE));
+
+	if (!r)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	r->mask = size - 1;
+	r->capacity = size;
+	return r;
+}
+
+static void to_store(struct rxp_page_pool *pp, struct rxp_page *pg)
+{
+	void *obj = pg;
+
+	pg->priv = PG_FRESH;
+	/* The store holds every page, so this cannot fail. */
+	rxp_mpmc_enqueue(pp->store, &obj, 1, true);
+}
+
+/* release(): the last reference is gone. Runs on any thread. */
+static void page_back(struct rxp_page *pg)
+{
+	struct rxp_page_pool *pp = pg->owner;
+	void *obj = pg;
+
+	if (rxp_thread_id() == pp->owner) {
+		pp->back_local++;
+		if (rxp_unlikely(pg->priv & PG_REMOTE)) {
+			pp->waived_local++;
+			pp->released_local++;
+			to_store(pp, pg);
+		} else if (pp->cache_n < RXP_PP_CACHE_SIZE) {
+			pp->recycled_local++;
+			pp->cache[pp->cache_n++] = pg;
+		} else if (rxp_mpmc_enqueue(pp->ring, &obj, 1, true)) {
+			pp->recycled_local++;
+		} else {
+			pp->waived_local++;
+			pp->released_local++;
+			to_store(pp, pg);
+		}
+		return;
+	}
+	if (!(pg->priv & PG_REMOTE) && rxp_mpmc_enqueue(pp->ring, &obj, 1, true)) {
+		atomic_fetch_add_explicit(&pp->recycled_ring, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&pp->waived_remote, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&pp->released_remote, 1, memory_order_relaxed);
+		to_store(pp, pg);
+	}
+	/* Last: once counted back, destroy may run. */
+	atomic_fetch_add_explicit(&pp->back_remote, 1, memory_order_release);
+}
+
+struct rxp_page_pool *rxp_page_pool_create(const struct rxp_page_pool_config *cfg)
+{
+	struct rxp_page_pool *pp;
+	uint32_t psize = cfg && cfg->page_size ? cfg->page_size : 4096;
+	uint32_t n = cfg && cfg->n_pages ? cfg->n_pages : 1024;
+	uint32_t rs = cfg && cfg->ring_size ? cfg->ring_size : RXP_PP_RING_DEFAULT;
+
+	if (psize % 64 || psize > (1u << 20) || n > (1u << 22) || rs > 32768) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pp = aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*pp), (size_t)RXP_CACHELINE));
+	if (!pp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(pp, 0, sizeof(*pp));
+	snprintf(pp->name, sizeof(pp->name), "%s", cfg && cfg->name ? cfg->name : "page_pool");
+	pp->page_size = psize;
+	pp->n_pages = n;
+	pp->owner = rxp_thread_id();
+	pp->mem = aligned_alloc(4096, RXP_ALIGN_UP((size_t)psize * n, (size_t)4096));
+	pp->pages = calloc(n, sizeof(*pp->pages));
+	pp->ring = mpmc_new(rs);
+	pp->store = mpmc_new(n);
+	if (!pp->mem || !pp->pages || !pp->ring || !pp->store) {
+		free(pp->mem);
+		free(pp->pages);
+		free(pp->ring);
+		free(pp->store);
+		free(pp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct rxp_page *pg = &pp->pages[i];
+
+		atomic_init(&pg->refcnt, 0);
+		pg->size = psize;
+		pg->addr = pp->mem + (size_t)i * psize;
+		pg->release = page_back;
+		pg->owner = pp;
+		to_store(pp, pg);
+	}
+	return pp;
+}
+
+uint64_t rxp_page_pool_outstanding(const struct rxp_page_pool *pp)
+{
+	return pp->handed - pp->back_local -
+	       atomic_load_explicit(&pp->back_remote, memory_order_acquire);
+}
+
+uint64_t rxp_page_pool_destroy(struct rxp_page_pool *pp)
+{
+	uint64_t out;
+
+	if (!pp)
+		return 0;
+	out = rxp_page_pool_outstanding(pp);
+	if (out)
+		rxp_log(RXP_LOG_ERR, "page pool %s: %llu pages outstanding at destroy", pp->name,
+			(unsigned long long)out);
+	free(pp->mem);
+	free(pp->pages);
+	free(pp->ring);
+	free(pp->store);
+	free(pp);
+	return out;
+}
+
+void rxp_page_pool_set_owner(struct rxp_page_pool *pp)
+{
+	pp->owner = rxp_thread_id();
+}
+
+uint32_t rxp_page_pool_page_size(const struct rxp_page_pool *pp)
+{
+	return pp->page_size;
+}
+
+void rxp_page_pool_mark_remote(struct rxp_page *pg)
+{
+	pg->priv |= PG_REMOTE;
+}
+
+/* The cache is empty: take a batch from the return ring, else from the
+ * store. Returns how many pages the cache now holds. */
+static uint32_t refill(struct rxp_page_pool *pp)
+{
+	uint32_t n = rxp_mpmc_dequeue(pp->ring, (void **)pp->cache, RXP_PP_REFILL, false);
+
+	if (!n)
+		n = rxp_mpmc_dequeue(pp->store, (void **)pp->cache, RXP_PP_REFILL, false);
+	/* LIFO: hand out in the order they came (the first page, hottest,
+	 * at the top). */
+	for (uint32_t i = 0; i < n / 2; i++) {
+		struct rxp_page *t = pp->cache[i];
+
+		pp->cache[i] = pp->cache[n - 1 - i];
+		pp->cache[n - 1 - i] = t;
+	}
+	pp->cache_n = n;
+	return n;
+}
+
+struct rxp_page *rxp_page_pool_alloc(struct rxp_page_pool *pp)
+{
+	struct rxp_page *pg;
+
+	if (rxp_unlikely(!pp->cache_n) && !refill(pp)) {
+		pp->empty++;
+		return NULL;
+	}
+	pg = pp->cache[--pp->cache_n];
+	if (rxp_unlikely(pg->priv & PG_FRESH)) {
+		pg->priv = 0;
+		pp->slow++;
+	} else {
+		pp->fast++;
+	}
+	pp->handed++;
+	atomic_store_explicit(&pg->refcnt, 1, memory_order_relaxed);
+	return pg;
+}
+
+void rxp_page_pool_get_stats(const struct rxp_page_pool *pp, struct rxp_page_pool_stats *st)
+{
+	uint64_t rr = atomic_load_explicit(&pp->recycled_ring, memory_order_relaxed);
+
+	memset(st, 0, sizeof(*st));
+	st->fast = pp->fast;
+	st->slow = pp->slow;
+	st->empty = pp->empty;
+	st->recycled = pp->recycled_local + rr;
+	st->recycled_ring = rr;
+	st->waived = pp->waived_local +
+		     atomic_load_explicit(&pp->waived_remote, memory_order_relaxed);
+	st->released = pp->released_local +
+		       atomic_load_explicit(&pp->released_remote, memory_order_relaxed);
+	st->outstanding = rxp_page_pool_outstanding(pp);
+	st->n_pages = pp->n_pages;
+	st->page_size = pp->page_size;
+}
