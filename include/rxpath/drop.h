@@ -70,6 +70,7 @@
 	X(TIPC_UNHANDLED, "tipc_link_proto_unhandled")                         \
 	/* core */                                                             \
 	X(STEER_FULL, "steer_queue_full")                                      \
+	X(TIPC_NO_LINK, "tipc_no_link")                                        \
 	X(SINK, "sink_rejected")
 
 enum rxp_drop_reason {

@@ -1,0 +1,457 @@
+/*
+ * Workers and their poll loop (include/rxpath/worker.h).
+ *
+ * Each worker owns: its network stack (reassembly table, UDP ports), a small
+ * table of TIPC links keyed by peer (address, port), and an inbox ring that
+ * other workers steer packets into. Invariants:
+ *   - a packet taken from a queue or an inbox is consumed before the next
+ *     one is looked at (delivered to a sink or dropped with a reason);
+ *   - worker i polls the queues q with q % nworkers == i, and only worker i
+ *     dequeues its inbox (other workers only enqueue);
+ *   - a worker announces its input finished only after every packet it
+ *     received was processed or steered, so "all inputs finished and my
+ *     inbox empty" means nothing more can arrive.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rxpath/compiler.h"
+#include "rxpath/wire.h"
+#include "rxpath/worker.h"
+#include "buf/ring.h"
+
+#define TIMER_PERIOD_NS 1000000ull /* reassembly expiry at most once a ms */
+
+struct tipc_peer {
+	bool used;
+	uint8_t addr[16];
+	uint16_t port;
+	struct rxp_tipc_link link;
+};
+
+struct rxp_worker {
+	struct rxp_worker_group *g;
+	unsigned id;
+	unsigned nq;     /* queues this worker polls: id, id + n, id + 2n, ... */
+	unsigned qnext;  /* round robin among them */
+	uint32_t qdone;  /* bit per own queue that reported -ENODATA */
+	bool input_done; /* all of them did */
+	uint64_t now, last_timer;
+	struct rxp_net net;
+	struct rxp_mpmc *inbox;
+	struct rxp_worker_stats st;
+	struct tipc_peer peers[RXP_WORKER_TIPC_PEERS];
+} __rxp_cache_aligned;
+
+struct rxp_worker_group {
+	struct rxp_worker_config cfg;
+	unsigned n;
+	unsigned with_queues;    /* workers that poll at least one queue */
+	atomic_uint inputs_done; /* of those, how many finished */
+	struct rxp_worker *w[RXP_WORKER_MAX];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- delivery ------------------------------------------------------------ */
+
+/* A TIPC message for any port. Consumes pkt. */
+static void on_tipc_msg(void *arg, struct rxp_pkt *pkt)
+{
+	struct rxp_worker *w = arg;
+
+	w->st.messages++;
+	w->st.message_bytes += pkt->len;
+	if (w->g->cfg.on_message)
+		w->g->cfg.on_message(w->g->cfg.arg, w, pkt);
+	else
+		rxp_pkt_consume(pkt);
+}
+
+static struct tipc_peer *tipc_peer_of(struct rxp_worker *w, const struct rxp_pkt *pkt)
+{
+	/* rxp_udp_rcv left the IP and UDP headers linear and located. */
+	const uint8_t *ip = pkt->head + pkt->network_off;
+	const struct rxp_udphdr *uh = (const void *)(pkt->head + pkt->transport_off);
+	struct tipc_peer *free_slot = NULL;
+	uint8_t addr[16] = { 0 };
+
+	if ((ip[0] >> 4) == 4)
+		memcpy(addr, ip + 12, 4);
+	else
+		memcpy(addr, ip + 8, 16);
+	for (unsigned i = 0; i < RXP_WORKER_TIPC_PEERS; i++) {
+		struct tipc_peer *p = &w->peers[i];
+
+		if (!p->used) {
+			if (!free_slot)
+				free_slot = p;
+			continue;
+		}
+		if (p->port == uh->source && !memcmp(p->addr, addr, 16))
+			return p;
+	}
+	if (!free_slot)
+		return NULL;
+	free_slot->used = true;
+	memcpy(free_slot->addr, addr, 16);
+	free_slot->port = uh->source;
+	rxp_tipc_link_init(&free_slot->link, w->g->cfg.pp);
+	rxp_tipc_link_bind(&free_slot->link, RXP_TIPC_PORT_ANY, on_tipc_msg, w);
+	return free_slot;
+}
+
+/* UDP port 6118: the TIPC bearer. Consumes pkt. */
+static void on_tipc_udp(void *arg, struct rxp_pkt *pkt)
+{
+	struct rxp_worker *w = arg;
+	struct tipc_peer *p = tipc_peer_of(w, pkt);
+
+	if (!p) {
+		w->st.tipc_peers_full++;
+		rxp_pkt_drop(pkt, RXP_DROP_TIPC_NO_LINK);
+		return;
+	}
+	rxp_tipc_udp_rcv(&p->link, pkt);
+}
+
+/* Every other UDP port: the application. Consumes pkt. */
+static void on_udp(void *arg, struct rxp_pkt *pkt)
+{
+	struct rxp_worker *w = arg;
+
+	w->st.datagrams++;
+	w->st.datagram_bytes += pkt->len;
+	if (w->g->cfg.on_datagram)
+		w->g->cfg.on_datagram(w->g->cfg.arg, w, pkt);
+	else
+		rxp_pkt_consume(pkt);
+}
+
+/* ---- the pipeline ---------------------------------------------------------- */
+
+/* L2 to L3. Consumes pkt. */
+static void process(struct rxp_worker *w, struct rxp_pkt *pkt)
+{
+	uint32_t cur = (uint32_t)(pkt->data - pkt->head);
+
+	if ((pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) ||
+	    pkt->network_off == 0xffff || pkt->network_off < cur ||
+	    !rxp_pkt_pull(pkt, pkt->network_off - cur)) {
+		rxp_pkt_drop(pkt, RXP_DROP_L2_UNKNOWN);
+		return;
+	}
+	if (w->g->cfg.wire_time && pkt->tstamp_ns > w->now)
+		w->now = pkt->tstamp_ns;
+	rxp_ip_rcv(&w->net, pkt, w->now);
+}
+
+/* Consumes pkt: processed here, or handed to the worker its hash names. */
+static void steer_or_process(struct rxp_worker *w, struct rxp_pkt *pkt)
+{
+	struct rxp_worker_group *g = w->g;
+	unsigned target = g->n > 1 ? pkt->hash % g->n : w->id;
+	void *obj = pkt;
+
+	if (target == w->id) {
+		process(w, pkt);
+		return;
+	}
+	if (!rxp_mpmc_enqueue(g->w[target]->inbox, &obj, 1, true)) {
+		rxp_pkt_drop(pkt, RXP_DROP_STEER_FULL);
+		return;
+	}
+	w->st.steered_out++;
+}
+
+static int poll_queues(struct rxp_worker *w, unsigned budget)
+{
+	struct rxp_worker_group *g = w->g;
+	struct rxp_pkt *pkts[256];
+	unsigned done = 0;
+	int total = 0;
+
+	if (budget > RXP_ARRAY_SIZE(pkts))
+		budget = RXP_ARRAY_SIZE(pkts);
+	for (unsigned k = 0; k < w->nq && (unsigned)total < budget; k++) {
+		unsigned idx = (w->qnext + k) % w->nq, q = w->id + idx * g->n;
+		int n;
+
+		if (w->qdone & (1u << idx))
+			continue;
+		n = rxp_dev_rx_burst(g->cfg.dev, q, pkts, budget - (unsigned)total);
+		if (n == -ENODATA) {
+			w->qdone |= 1u << idx;
+			continue;
+		}
+		if (n < 0)
+			continue; /* the device counted it; try again next poll */
+		for (int i = 0; i < n; i++) {
+			w->st.rx_frames++;
+			w->st.rx_bytes += pkts[i]->len;
+			steer_or_process(w, pkts[i]);
+		}
+		total += n;
+	}
+	w->qnext++;
+	for (unsigned idx = 0; idx < w->nq; idx++)
+		done += !!(w->qdone & (1u << idx));
+	if (w->nq && done == w->nq && !w->input_done) {
+		w->input_done = true;
+		atomic_fetch_add(&g->inputs_done, 1);
+	}
+	return total;
+}
+
+int rxp_worker_poll(struct rxp_worker *w)
+{
+	struct rxp_worker_group *g = w->g;
+	unsigned budget = g->cfg.budget, chunk;
+	void *objs[64];
+	int total;
+	uint32_t got;
+
+	w->st.polls++;
+	if (!g->cfg.wire_time)
+		w->now = mono_ns();
+	total = poll_queues(w, budget);
+	/* Then what other workers steered to us, within the same budget. */
+	chunk = budget < RXP_ARRAY_SIZE(objs) ? budget : (unsigned)RXP_ARRAY_SIZE(objs);
+	while ((unsigned)total < 2 * budget &&
+	       (got = rxp_mpmc_dequeue(w->inbox, objs, chunk, false)) > 0) {
+		for (uint32_t i = 0; i < got; i++)
+			process(w, objs[i]);
+		w->st.steered_in += got;
+		total += (int)got;
+	}
+	rxp_pktpool_drain_deferred(g->cfg.pp);
+	if (w->now - w->last_timer >= TIMER_PERIOD_NS || w->now < w->last_timer) {
+		rxp_defrag_expire(w->net.defrag, w->now);
+		w->last_timer = w->now;
+		w->st.timer_runs++;
+	}
+	if (total == 0 && atomic_load(&g->inputs_done) == g->with_queues &&
+	    rxp_mpmc_count(w->inbox) == 0)
+		return -ENODATA;
+	return total;
+}
+
+/* ---- group ------------------------------------------------------------------- */
+
+static void worker_free(struct rxp_worker *w)
+{
+	void *obj;
+
+	if (!w)
+		return;
+	if (w->inbox)
+		while (rxp_mpmc_dequeue(w->inbox, &obj, 1, false))
+			rxp_pkt_drop(obj, RXP_DROP_STEER_FULL);
+	for (unsigned i = 0; i < RXP_WORKER_TIPC_PEERS; i++)
+		if (w->peers[i].used)
+			rxp_tipc_link_fini(&w->peers[i].link);
+	if (w->net.defrag)
+		rxp_net_fini(&w->net);
+	free(w->inbox);
+	free(w);
+}
+
+static struct rxp_mpmc *inbox_new(uint32_t n)
+{
+	uint32_t size = 1;
+	struct rxp_mpmc *r;
+
+	while (size < n)
+		size <<= 1;
+	r = aligned_alloc(RXP_CACHELINE,
+			  RXP_ALIGN_UP(sizeof(*r) + size * sizeof(void *), (size_t)RXP_CACHELINE));
+	if (r) {
+		memset(r, 0, sizeof(*r));
+		r->mask = size - 1;
+		r->capacity = size;
+	}
+	return r;
+}
+
+struct rxp_worker_group *rxp_worker_group_create(const struct rxp_worker_config *cfg)
+{
+	struct rxp_worker_group *g;
+	unsigned nq;
+
+	if (!cfg || !cfg->pp || cfg->nworkers == 0 || cfg->nworkers > RXP_WORKER_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	nq = cfg->dev ? cfg->dev->nqueues : 0;
+	if (nq > 32 * cfg->nworkers) {
+		errno = EINVAL; /* a worker tracks at most 32 queues */
+		return NULL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->cfg = *cfg;
+	if (!g->cfg.budget)
+		g->cfg.budget = RXP_WORKER_BUDGET_DEFAULT;
+	if (!g->cfg.inbox)
+		g->cfg.inbox = RXP_WORKER_INBOX_DEFAULT;
+	g->n = cfg->nworkers;
+	for (unsigned i = 0; i < g->n; i++) {
+		struct rxp_worker *w =
+			aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*w), (size_t)RXP_CACHELINE));
+
+		if (!w)
+			goto fail;
+		memset(w, 0, sizeof(*w));
+		g->w[i] = w;
+		w->g = g;
+		w->id = i;
+		w->nq = nq > i ? (nq - i + g->n - 1) / g->n : 0;
+		w->inbox = inbox_new(g->cfg.inbox);
+		if (!w->inbox || rxp_net_init(&w->net, &g->cfg.defrag))
+			goto fail;
+		if (g->cfg.tipc && rxp_udp_bind(&w->net, RXP_TIPC_UDP_PORT, on_tipc_udp, w))
+			goto fail;
+		if (rxp_udp_bind(&w->net, 0, on_udp, w))
+			goto fail;
+		g->with_queues += w->nq > 0;
+	}
+	return g;
+fail:
+	rxp_worker_group_destroy(g);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void rxp_worker_group_destroy(struct rxp_worker_group *g)
+{
+	if (!g)
+		return;
+	for (unsigned i = 0; i < g->n; i++)
+		worker_free(g->w[i]);
+	free(g);
+}
+
+struct rxp_worker *rxp_worker_get(struct rxp_worker_group *g, unsigned i)
+{
+	return i < g->n ? g->w[i] : NULL;
+}
+
+unsigned rxp_worker_id(const struct rxp_worker *w)
+{
+	return w->id;
+}
+
+struct run_arg {
+	struct rxp_worker *w;
+	volatile bool *stop;
+};
+
+static void *run_thread(void *a)
+{
+	struct run_arg *ra = a;
+	struct rxp_worker *w = ra->w;
+	struct rxp_worker_group *g = w->g;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->id % (ncpu > 0 ? (unsigned)ncpu : 1u), &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	while (!*ra->stop) {
+		int n = rxp_worker_poll(w);
+
+		if (n == -ENODATA)
+			break;
+		if (n == 0) {
+			if (w->nq && !w->input_done)
+				rxp_dev_wait(g->cfg.dev, w->id, 1);
+			else
+				sched_yield();
+		}
+	}
+	/* Hand back what this thread still holds before it goes. */
+	rxp_pktpool_drain_deferred(g->cfg.pp);
+	rxp_pktpool_flush_cache(g->cfg.pp);
+	return NULL;
+}
+
+int rxp_worker_group_run(struct rxp_worker_group *g, volatile bool *stop)
+{
+	pthread_t th[RXP_WORKER_MAX];
+	struct run_arg ra[RXP_WORKER_MAX];
+	unsigned started = 0;
+	int err = 0;
+
+	for (unsigned i = 0; i < g->n; i++) {
+		ra[i].w = g->w[i];
+		ra[i].stop = stop;
+		if (pthread_create(&th[i], NULL, run_thread, &ra[i])) {
+			err = -EAGAIN;
+			*stop = true;
+			break;
+		}
+		started++;
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	return err;
+}
+
+void rxp_worker_get_stats(const struct rxp_worker *w, struct rxp_worker_stats *st)
+{
+	*st = w->st;
+}
+
+/* The stats structs are all uint64_t counters: add them field by field. */
+static void add_u64s(void *dst, const void *src, size_t bytes)
+{
+	uint64_t *d = dst;
+	const uint64_t *s = src;
+
+	for (size_t i = 0; i < bytes / sizeof(uint64_t); i++)
+		d[i] += s[i];
+}
+
+void rxp_worker_group_stats(struct rxp_worker_group *g, struct rxp_worker_stats *st,
+			    struct rxp_ip_stats *ip4, struct rxp_ip_stats *ip6,
+			    struct rxp_udp_stats *udp, struct rxp_defrag_counters *reasm,
+			    struct rxp_tipc_link_stats *tipc)
+{
+	memset(st, 0, sizeof(*st));
+	memset(ip4, 0, sizeof(*ip4));
+	memset(ip6, 0, sizeof(*ip6));
+	memset(udp, 0, sizeof(*udp));
+	memset(reasm, 0, sizeof(*reasm));
+	memset(tipc, 0, sizeof(*tipc));
+	for (unsigned i = 0; i < g->n; i++) {
+		struct rxp_worker *w = g->w[i];
+		struct rxp_defrag_counters c;
+		uint64_t hw = reasm->mem_high_water;
+
+		add_u64s(st, &w->st, sizeof(*st));
+		add_u64s(ip4, &w->net.ip4, sizeof(*ip4));
+		add_u64s(ip6, &w->net.ip6, sizeof(*ip6));
+		add_u64s(udp, &w->net.udp, sizeof(*udp));
+		rxp_defrag_get_counters(w->net.defrag, &c);
+		add_u64s(reasm, &c, sizeof(c));
+		/* the high-water mark is a maximum, not a sum */
+		reasm->mem_high_water = hw > c.mem_high_water ? hw : c.mem_high_water;
+		for (unsigned p = 0; p < RXP_WORKER_TIPC_PEERS; p++)
+			if (w->peers[p].used)
+				add_u64s(tipc, &w->peers[p].link.st, sizeof(*tipc));
+	}
+}
