@@ -1,0 +1,338 @@
+/* Unit tests for rxp_pool (src/buf/pool.c): caches, deferred remote free,
+ * the deferred-list cap, exhaustion, bulk operations and the leak report. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxptest.h"
+#include "rxpath/log.h"
+
+static struct rxp_pool *mk(unsigned n, unsigned cache, unsigned defer_max)
+{
+	struct rxp_pool_config c = { .name = "tp", .obj_size = 100, .n = n,
+				     .cache_size = cache, .defer_max = defer_max };
+	struct rxp_pool *p = rxp_pool_create(&c);
+
+	assert_non_null(p);
+	return p;
+}
+
+static void teardown(struct rxp_pool *p)
+{
+	assert_int_equal(rxp_pool_outstanding(p), 0);
+	assert_int_equal(rxp_pool_destroy(p), 0);
+}
+
+static void test_single_thread(void **state)
+{
+	struct rxp_pool *p = mk(1000, 0, 0);
+	void *objs[1000];
+	struct rxp_pool_stats st;
+
+	for (int i = 0; i < 1000; i++) {
+		objs[i] = rxp_pool_get(p);
+		assert_non_null(objs[i]);
+		assert_true(rxp_pool_contains(p, objs[i]));
+		assert_true(((uintptr_t)objs[i] & 31) == 0);
+		memset(objs[i], i & 0xff, 100);
+	}
+	/* all distinct: each carries its own fill */
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(((uint8_t *)objs[i])[99], i & 0xff);
+	assert_null(rxp_pool_get(p)); /* exhausted: NULL, counted, no block */
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.alloc, 1000);
+	assert_int_equal(st.alloc_fail, 1);
+	assert_int_equal(st.outstanding, 1000);
+	for (int i = 0; i < 1000; i++)
+		rxp_pool_put(p, objs[i]);
+	/* LIFO: the last freed is the first handed out again */
+	void *o = rxp_pool_get(p);
+	assert_ptr_equal(o, objs[999]);
+	rxp_pool_put(p, o);
+	teardown(p);
+}
+
+static void test_bulk_and_nocache(void **state)
+{
+	struct rxp_pool *p = mk(100, RXP_POOL_NO_CACHE, 0);
+	void *objs[100];
+
+	assert_int_equal(rxp_pool_get_bulk(p, objs, 60), 0);
+	assert_int_equal(rxp_pool_get_bulk(p, objs + 60, 41), -ENOMEM); /* all or nothing */
+	assert_int_equal(rxp_pool_outstanding(p), 60);
+	assert_int_equal(rxp_pool_get_bulk(p, objs + 60, 40), 0);
+	rxp_pool_put_bulk(p, objs, 100);
+	teardown(p);
+
+	p = mk(600, 256, 0);
+	assert_int_equal(rxp_pool_get_bulk(p, objs, 32), 0);
+	rxp_pool_put_bulk(p, objs, 32);
+	/* bulk larger than the cache goes to the ring directly */
+	void **big = calloc(600, sizeof(void *));
+	assert_int_equal(rxp_pool_get_bulk(p, big, 300), 0);
+	assert_int_equal(rxp_pool_get_bulk(p, big + 300, 300), 0);
+	assert_null(rxp_pool_get(p));
+	rxp_pool_put_bulk(p, big, 600);
+	free(big);
+	teardown(p);
+}
+
+static void test_bad_config(void **state)
+{
+	struct rxp_pool_config c = { .obj_size = 0, .n = 10 };
+
+	assert_null(rxp_pool_create(&c));
+	c.obj_size = 8;
+	c.n = 0;
+	assert_null(rxp_pool_create(&c));
+	c.n = 10;
+	c.cache_size = RXP_POOL_CACHE_MAX + 1;
+	assert_null(rxp_pool_create(&c));
+}
+
+/* ---- two threads: allocate on A, free on B through A's deferred list ---- */
+
+struct xfer {
+	struct rxp_pool *p;
+	void *_Atomic slot[64];
+	atomic_int done_alloc;
+	long rounds;
+	atomic_long freed;
+	atomic_long fails;
+};
+
+static void *consumer(void *arg)
+{
+	struct xfer *x = arg;
+	long freed = 0;
+
+	for (;;) {
+		int any = 0;
+
+		for (int i = 0; i < 64; i++) {
+			void *o = atomic_exchange(&x->slot[i], NULL);
+
+			if (o) {
+				rxp_pool_put(x->p, o); /* remote: A owns it */
+				freed++;
+				any = 1;
+			}
+		}
+		if (!any && atomic_load(&x->done_alloc))
+			break;
+	}
+	rxp_pool_drain_deferred(x->p); /* hand over staged remote frees, as a poll loop does */
+	atomic_store(&x->freed, freed);
+	return NULL;
+}
+
+static void run_xfer(unsigned defer_max, struct rxp_pool_stats *st)
+{
+	struct xfer x = { .rounds = 200000 };
+	pthread_t t;
+	long sent = 0;
+
+	x.p = mk(4096, 256, defer_max);
+	assert_int_equal(pthread_create(&t, NULL, consumer, &x), 0);
+	for (long r = 0; r < x.rounds; r++) {
+		void *o = rxp_pool_get(x.p);
+
+		if (!o) {
+			/* our objects may sit on our deferred list: take them back */
+			rxp_pool_drain_deferred(x.p);
+			atomic_fetch_add(&x.fails, 1);
+			continue;
+		}
+		*(long *)o = r;
+		for (int i = (int)(r & 63);; i = (i + 1) & 63) {
+			void *expect = NULL;
+
+			if (atomic_compare_exchange_strong(&x.slot[i], &expect, o))
+				break;
+		}
+		sent++;
+		if ((r & 31) == 0)
+			rxp_pool_drain_deferred(x.p); /* the poll loop's drain */
+	}
+	atomic_store(&x.done_alloc, 1);
+	pthread_join(t, NULL);
+	assert_int_equal(atomic_load(&x.freed), sent);
+	rxp_pool_drain_deferred(x.p);
+	rxp_pool_get_stats(x.p, st);
+	assert_int_equal(st->outstanding, 0);
+	assert_int_equal(st->deferred + st->defer_overflow, sent);
+	/* everything deferred was drained by its owner */
+	assert_int_equal(st->drained, st->deferred);
+	teardown(x.p);
+}
+
+static void test_remote_free_deferred(void **state)
+{
+	struct rxp_pool_stats st;
+
+	run_xfer(1u << 20, &st); /* cap never reached: every remote free deferred */
+	assert_true(st.deferred > 0);
+	assert_int_equal(st.defer_overflow, 0);
+}
+
+static void test_remote_free_cap_overflow(void **state)
+{
+	struct rxp_pool_stats st;
+	struct rxp_pool *p = mk(1024, 256, 16);
+	void *objs[100];
+	pthread_t t;
+
+	/* Allocate 100 here, free them on another thread while we never
+	 * drain: 16 fit on our deferred list, the rest go to the ring. */
+	for (int i = 0; i < 100; i++)
+		objs[i] = rxp_pool_get(p);
+	struct xfer x = { .p = p };
+	for (int i = 0; i < 64; i++)
+		atomic_store(&x.slot[i], objs[i]);
+	atomic_store(&x.done_alloc, 1);
+	assert_int_equal(pthread_create(&t, NULL, consumer, &x), 0);
+	pthread_join(t, NULL);
+	for (int i = 64; i < 100; i++)
+		atomic_store(&x.slot[i - 64], objs[i]);
+	assert_int_equal(pthread_create(&t, NULL, consumer, &x), 0);
+	pthread_join(t, NULL);
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 16);
+	assert_int_equal(st.defer_overflow, 84);
+	assert_int_equal(st.outstanding, 0);
+	assert_int_equal(rxp_pool_drain_deferred(p), 16);
+	teardown(p);
+
+	/* the same traffic through the steady two-thread path */
+	run_xfer(8, &st);
+}
+
+static void test_same_thread_free_stays_local(void **state)
+{
+	struct rxp_pool *p = mk(1024, 64, 0);
+	struct rxp_pool_stats st;
+	void *a = rxp_pool_get(p);
+
+	rxp_pool_put(p, a);
+	assert_ptr_equal(rxp_pool_get(p), a); /* straight back from the cache */
+	rxp_pool_put(p, a);
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 0);
+	assert_int_equal(st.defer_overflow, 0);
+	/* put_shared bypasses the cache */
+	a = rxp_pool_get(p);
+	rxp_pool_put_shared(p, a);
+	rxp_pool_flush_cache(p);
+	teardown(p);
+}
+
+/* ---- leak report ---------------------------------------------------------- */
+
+static char logbuf[8192];
+static size_t loglen;
+
+static void capture(enum rxp_log_level lvl, const char *msg, void *arg)
+{
+	loglen += (size_t)snprintf(logbuf + loglen, sizeof(logbuf) - loglen, "%s\n", msg);
+}
+
+static void test_leak_report_catches_injected_leak(void **state)
+{
+	struct rxp_pool *p = mk(64, 0, 0);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	void *keep[3];
+
+	for (int i = 0; i < 3; i++)
+		keep[i] = rxp_pool_get(p);
+	rxp_pool_put(p, keep[0]);
+	rxp_pool_put(p, keep[2]);
+	/* keep[1] is the injected leak */
+	f = open_memstream(&buf, &len);
+	assert_int_equal(rxp_pool_leak_report(p, f), 1);
+	fclose(f);
+	assert_non_null(strstr(buf, "pool tp: object"));
+	assert_non_null(strstr(buf, "outstanding"));
+#ifdef RXP_DEBUG
+	assert_non_null(strstr(buf, "test_pool.c")); /* the allocation site */
+#endif
+	free(buf);
+	loglen = 0;
+	rxp_set_log(capture, NULL);
+	assert_int_equal(rxp_pool_destroy(p), 1);
+	rxp_set_log(NULL, NULL);
+	assert_non_null(strstr(logbuf, "1 of 64 objects leaked"));
+
+	/* and through a packet pool: a forgotten packet is reported */
+	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){ .n_pkts = 16 });
+	struct rxp_pkt *pkt = rxp_pkt_alloc(pp, 10);
+	assert_non_null(pkt);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 1);
+	assert_int_equal(rxp_pktpool_leak_report(pp, NULL), 2);
+	rxp_pkt_consume(pkt);
+	rxpt_pktpool_teardown(pp);
+}
+
+/* ---- packets freed on another thread go home through the deferred list ---- */
+
+static struct rxp_pktpool *pool_of_q;
+
+static void *free_pkts(void *arg)
+{
+	struct rxp_pkt_queue *q = arg;
+	struct rxp_pkt *p;
+
+	while ((p = rxp_pkt_dequeue(q)))
+		rxp_pkt_consume(p);
+	/* a worker's poll loop hands staged remote frees over like this */
+	rxp_pktpool_drain_deferred(pool_of_q);
+	return NULL;
+}
+
+static void test_pkt_remote_free(void **state)
+{
+	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){ .n_pkts = 512 });
+	struct rxp_pkt_queue q;
+	struct rxp_pktpool_stats st;
+	pthread_t t;
+
+	pool_of_q = pp;
+	rxp_pkt_queue_init(&q);
+	for (int i = 0; i < 100; i++) {
+		struct rxp_pkt *p = rxp_pkt_alloc(pp, 100);
+
+		assert_non_null(p);
+		rxpt_fill(rxp_pkt_put(p, 100), 100, (uint32_t)i);
+		rxp_pkt_enqueue(&q, p);
+	}
+	assert_int_equal(pthread_create(&t, NULL, free_pkts, &q), 0);
+	pthread_join(t, NULL);
+	rxp_pktpool_get_stats(pp, &st);
+	/* metadata and head buffers both went to our deferred lists */
+	assert_int_equal(st.pkts.deferred + st.pkts.defer_overflow, 100);
+	assert_int_equal(st.bufs.deferred + st.bufs.defer_overflow, 100);
+	assert_int_equal(st.consumed, 100);
+	assert_true(rxp_pktpool_drain_deferred(pp) > 0);
+	rxpt_pktpool_teardown(pp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_single_thread),
+		cmocka_unit_test(test_bulk_and_nocache),
+		cmocka_unit_test(test_bad_config),
+		cmocka_unit_test(test_remote_free_deferred),
+		cmocka_unit_test(test_remote_free_cap_overflow),
+		cmocka_unit_test(test_same_thread_free_stays_local),
+		cmocka_unit_test(test_leak_report_catches_injected_leak),
+		cmocka_unit_test(test_pkt_remote_free),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
