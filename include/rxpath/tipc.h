@@ -312,7 +312,8 @@ struct rxp_tipc_udp_peer {
 /* The TIPC MTU for a peer: IP MTU minus IPv4 and UDP headers. */
 uint32_t rxp_tipc_udp_tipc_mtu(const struct rxp_tipc_udp_peer *peer);
 
-/* Build IPv4/UDP datagrams (pkt->data at the IPv4 header, checksums set)
+/* Build IPv4/UDP datagrams (pkt->data at the IPv4 header, IPv4 and UDP
+ * headers linear, checksums set; data may sit in page fragments)
  * carrying msgs for peer: consecutive messages that fit are bundled (a lone
  * message is sent unbundled), messages larger than the TIPC MTU are
  * fragmented. Consumes every packet of msgs (the queue is left empty).

@@ -14,7 +14,9 @@
  *
  * Invariants: every message taken from the input queue is either part of a
  * datagram on the output queue or dropped with a counted reason; datagrams
- * on the output queue are linear with valid IPv4 and UDP checksums.
+ * on the output queue have their IPv4 and UDP headers in the linear part,
+ * valid checksums, and may carry the message data as page fragments
+ * (zero-copy fragments reference the sender's message).
  */
 #include <errno.h>
 #include <string.h>
@@ -46,7 +48,11 @@ static int encap(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer, struct 
 	struct rxp_iphdr *ip;
 	uint32_t len = pkt->len, sum;
 
-	if (rxp_pkt_linearize(pkt) || rxp_pkt_cloned(pkt) || rxp_pkt_headroom(pkt) < ENCAP_LEN) {
+	int64_t csum;
+
+	/* Headers go in front of the linear part, which must be ours to
+	 * write; page fragments (zero-copy fragment data) stay as they are. */
+	if (rxp_pkt_cloned(pkt) || rxp_pkt_headroom(pkt) < ENCAP_LEN) {
 		struct rxp_pkt *c = rxp_pkt_alloc(pp, len);
 
 		if (!c) {
@@ -78,8 +84,12 @@ static int encap(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer, struct 
 	sum = rxp_csum_partial(&ip->saddr, 8, 0);
 	sum += htons(RXP_IPPROTO_UDP);
 	sum += uh->len;
-	sum = rxp_csum_partial(uh, len + sizeof(*uh), sum);
-	uh->check = rxp_csum_fold(sum);
+	csum = rxp_pkt_csum(pkt, RXP_IPV4_HLEN, len + (uint32_t)sizeof(*uh), sum);
+	if (csum < 0) {
+		rxp_pkt_drop(pkt, RXP_DROP_NOT_SPECIFIED);
+		return -EINVAL;
+	}
+	uh->check = rxp_csum_fold((uint32_t)csum);
 	if (!uh->check)
 		uh->check = 0xffff;
 	rxp_pkt_enqueue(out, pkt);
