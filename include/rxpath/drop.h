@@ -25,6 +25,8 @@
 	X(TX_RING_FULL, "tx_ring_full")                                        \
 	X(LINKTYPE, "unsupported_linktype")                                    \
 	X(L2_UNKNOWN, "l2_unknown_ethertype")                                  \
+	X(FAULT_INJECT, "fault_injected")                                      \
+	X(TX_ERROR, "tx_error")                                                \
 	/* net: IP input */                                                    \
 	X(IP_HDR, "ip_bad_header")                                             \
 	X(IP_CSUM, "ip_bad_checksum")                                          \

@@ -411,7 +411,11 @@ static void one_case(uint64_t frames_target)
 static void test_ring_property(void **state)
 {
 	uint64_t seed = rxpt_seed("ring_property");
-	unsigned cases = 60 * scale();
+#ifdef RXP_DEBUG
+	unsigned cases = 60 * scale(); /* sanitizers: ~240k frames */
+#else
+	unsigned cases = 250 * scale(); /* ~1M frames */
+#endif
 	uint64_t frames = 0, delivered = 0, tx = 0, seen = 0, trimmed = 0;
 
 	rxpt_rng_seed(&rng, seed);

@@ -1,0 +1,92 @@
+/*
+ * The software NIC (sim device) and its traffic sources.
+ *
+ * rxp_gen: a deterministic UDP traffic generator (IPv4 and IPv6, sizes in a
+ * range, fragmentation at an MTU, frame loss), usable on its own. Every UDP
+ * payload starts with a 16-byte header (magic, datagram sequence, length,
+ * FNV-1a of the rest) that rxp_gen_verify() checks, and the UDP checksum is
+ * valid, so a sink can prove each delivered datagram intact.
+ *
+ * rxp_sim: a NIC with nqueues receive rings (include/rxpath/ring.h). On each
+ * rx_burst(q) its hardware side writes frames whose RSS hash (rxp_rss_hash of
+ * the L3 addresses) selects queue q into q's posted buffers (splitting jumbo
+ * frames over several, with DD and EOP, zero-length descriptors at a set
+ * rate), counting rx_no_buffer when none are posted; then the driver side
+ * cleans the ring (XDP hook, packets). Each queue runs its own copy of the
+ * source and keeps only its frames, so queues can be polled from different
+ * threads and the whole run is deterministic from the seed.
+ */
+#ifndef RXPATH_SIM_H
+#define RXPATH_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rxpath/dev.h"
+
+#define RXP_GEN_HDR_LEN 16
+#define RXP_GEN_MAGIC 0x52585047u /* "RXPG" */
+#define RXP_GEN_FRAME_MAX 9216
+
+struct rxp_gen_config {
+	uint64_t seed;
+	uint64_t count;        /* datagrams to generate; 0: no end */
+	uint32_t min_payload;  /* UDP payload bytes (>= 16; default 16) */
+	uint32_t max_payload;  /* (default 1472; at most 65000) */
+	unsigned ipv6_pct;     /* share of IPv6 datagrams, 0..100 */
+	uint32_t mtu;          /* IP bytes per frame; larger datagrams are
+				* fragmented (default 1500, 68..9200) */
+	double loss;           /* probability each frame is lost */
+	unsigned flows;        /* address pairs (default 64) */
+	uint16_t dport;        /* default 9 (discard) */
+};
+
+struct rxp_gen_stats {
+	uint64_t datagrams, frames, lost, bytes;
+};
+
+struct rxp_gen;
+/* NULL with errno set (EINVAL). */
+struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg);
+void rxp_gen_destroy(struct rxp_gen *g);
+/* The next Ethernet frame (padded to 60 bytes) into buf: 0, -ENODATA when
+ * count datagrams are done, -ENOSPC if cap is too small. */
+int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len);
+void rxp_gen_get_stats(const struct rxp_gen *g, struct rxp_gen_stats *st);
+/* Check a UDP payload made by a generator: 0, or -EBADMSG. */
+int rxp_gen_verify(const uint8_t *payload, uint32_t len);
+/* Its datagram sequence number (payload already verified). */
+uint32_t rxp_gen_payload_seq(const uint8_t *payload);
+
+/* A frame source the sim NIC can replay: the generator or a pcap file. */
+struct rxp_src {
+	int (*next)(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len);
+	void (*close)(struct rxp_src *s);
+};
+struct rxp_src *rxp_src_gen(const struct rxp_gen_config *cfg);
+/* Frames of a pcap/pcapng file; raw-IP frames get an Ethernet header. */
+struct rxp_src *rxp_src_pcap(const char *path);
+
+struct rxp_sim_config {
+	unsigned nqueues;        /* default 1 */
+	unsigned ring_size;      /* descriptors per queue (default 512) */
+	uint32_t buf_size;       /* default 2048 */
+	uint32_t page_size;      /* default 4096 */
+	uint32_t n_pages;        /* page-pool pages per queue (default 2*ring+256) */
+	uint64_t seed;           /* zero-length descriptor placement */
+	double zero_len_rate;    /* probability of a zero-length descriptor
+				  * before each buffer of a frame */
+	unsigned hw_burst;       /* frames written per rx_burst (0: n) */
+	rxp_xdp_prog_fn xdp;     /* NULL: pass everything */
+	void *xdp_ctx;
+	/* Traffic: a generator config, or a pcap file to replay. */
+	const struct rxp_gen_config *gen;
+	const char *pcap_path;
+};
+
+/* NULL with errno set. */
+struct rxp_dev *rxp_sim_open(const struct rxp_sim_config *cfg, struct rxp_pktpool *pp);
+/* The ring of queue q (stats, tests, benchmarks). */
+struct rxp_rxring *rxp_sim_ring(struct rxp_dev *sim, unsigned q);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * The capture wrapper: every packet received from (and, if asked, sent to)
+ * the wrapped device is written to a pcap file, then passed on unchanged
+ * (smoltcp's PcapWriter, for rxp_dev).
+ *
+ * Owns: the pcap writer (which serialises queues with its lock). It never
+ * takes a packet: it reads it and hands it on.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "rxpath/dev.h"
+
+struct capture {
+	struct rxp_dev dev;
+	struct rxp_pcap_writer *w;
+	unsigned what;
+};
+
+static int cap_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
+{
+	struct capture *c = (struct capture *)d;
+	int rc = rxp_dev_rx_burst(d->inner, q, pkts, n);
+
+	if (rc > 0 && (c->what & RXP_CAPTURE_RX))
+		for (int i = 0; i < rc; i++)
+			rxp_pcap_writer_write_pkt(c->w, pkts[i]);
+	return rc;
+}
+
+static unsigned cap_tx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
+{
+	struct capture *c = (struct capture *)d;
+
+	if (c->what & RXP_CAPTURE_TX)
+		for (unsigned i = 0; i < n; i++)
+			rxp_pcap_writer_write_pkt(c->w, pkts[i]);
+	return rxp_dev_tx_burst(d->inner, q, pkts, n);
+}
+
+static int cap_wait(struct rxp_dev *d, unsigned q, int ms)
+{
+	return rxp_dev_wait(d->inner, q, ms);
+}
+
+static void cap_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
+{
+	struct capture *c = (struct capture *)d;
+
+	d->inner->ops->get_stats(d->inner, st);
+	st->captured += rxp_pcap_writer_count(c->w);
+}
+
+static uint64_t cap_close(struct rxp_dev *d)
+{
+	struct capture *c = (struct capture *)d;
+	uint64_t out;
+
+	rxp_pcap_writer_close(c->w);
+	out = rxp_dev_close(d->inner);
+	free(c);
+	return out;
+}
+
+static const struct rxp_dev_ops cap_ops = {
+	.kind = "capture",
+	.rx_burst = cap_rx,
+	.tx_burst = cap_tx,
+	.wait = cap_wait,
+	.get_stats = cap_stats,
+	.close = cap_close,
+};
+
+struct rxp_dev *rxp_capture_wrap(struct rxp_dev *inner, const char *path, unsigned what)
+{
+	struct capture *c;
+	int err;
+
+	if (!inner)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rxp_dev_close(inner);
+		return NULL;
+	}
+	c->w = rxp_pcap_writer_open(path, rxp_dev_is_raw_ip(inner));
+	if (!c->w) {
+		err = errno;
+		free(c);
+		rxp_dev_close(inner);
+		errno = err;
+		return NULL;
+	}
+	c->what = what ? what : RXP_CAPTURE_RX;
+	c->dev.ops = &cap_ops;
+	c->dev.nqueues = inner->nqueues;
+	c->dev.pp = inner->pp;
+	c->dev.inner = inner;
+	snprintf(c->dev.name, sizeof(c->dev.name), "capture(%.48s)", inner->name);
+	return &c->dev;
+}

@@ -1,0 +1,352 @@
+/*
+ * pcap files through libpcap: a device that reads a capture (pcap or pcapng;
+ * Ethernet, raw IPv4/IPv6 and Linux cooked link types), a frame source for
+ * the sim NIC, and a writer.
+ *
+ * Owns: the pcap_t handle (and, for the writer, the dumper). The device
+ * copies each record into a packet from the caller's pool; the record's
+ * capture time becomes pkt->tstamp_ns. Truncated records (caplen < len) are
+ * delivered as captured; records larger than the pool's biggest buffer are
+ * dropped and counted (pkt_too_big).
+ */
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxpath/dev.h"
+#include "rxpath/log.h"
+#include "rxpath/sim.h"
+#include "rxpath/wire.h"
+
+#ifndef DLT_IPV4
+#define DLT_IPV4 228
+#endif
+#ifndef DLT_IPV6
+#define DLT_IPV6 229
+#endif
+#define SLL_HLEN 16
+
+enum l2kind { L2_ETH, L2_RAW, L2_SLL };
+
+static int open_offline(const char *path, pcap_t **out, enum l2kind *kind)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, err);
+	int dlt;
+
+	if (!p) {
+		rxp_log(RXP_LOG_ERR, "pcap %s: %s", path, err);
+		return -ENOENT;
+	}
+	dlt = pcap_datalink(p);
+	switch (dlt) {
+	case DLT_EN10MB:
+		*kind = L2_ETH;
+		break;
+	case DLT_RAW:
+	case DLT_IPV4:
+	case DLT_IPV6:
+		*kind = L2_RAW;
+		break;
+	case DLT_LINUX_SLL:
+		*kind = L2_SLL;
+		break;
+	default:
+		rxp_log(RXP_LOG_ERR, "pcap %s: link type %d not supported", path, dlt);
+		pcap_close(p);
+		return -EPROTONOSUPPORT;
+	}
+	*out = p;
+	return 0;
+}
+
+/* ---- the device ----------------------------------------------------------- */
+
+struct pcapdev {
+	struct rxp_dev dev;
+	pcap_t *p;
+	enum l2kind kind;
+	bool eof;
+	uint64_t rx_packets, rx_bytes, dropped, tx_packets;
+};
+
+static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
+{
+	struct pcapdev *pd = (struct pcapdev *)d;
+	unsigned got = 0;
+
+	if (q != 0)
+		return -EINVAL;
+	while (got < n && !pd->eof) {
+		struct pcap_pkthdr *h;
+		const u_char *data;
+		int rc = pcap_next_ex(pd->p, &h, &data);
+		uint32_t skip = pd->kind == L2_SLL ? SLL_HLEN : 0, len;
+		struct rxp_pkt *pkt;
+
+		if (rc != 1) {
+			pd->eof = true;
+			break;
+		}
+		if (h->caplen <= skip) {
+			pd->dropped++;
+			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_SMALL, 1);
+			continue;
+		}
+		len = h->caplen - skip;
+		pkt = rxp_pkt_alloc(d->pp, len);
+		if (!pkt) {
+			pd->dropped++;
+			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_BIG, 1);
+			continue;
+		}
+		memcpy(rxp_pkt_put(pkt, len), data + skip, len);
+		pkt->tstamp_ns = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		rxp_dev_classify(pkt, pd->kind == L2_ETH);
+		if (pd->kind == L2_SLL && len) {
+			/* Cooked: the protocol is in the SLL header. */
+			pkt->protocol = (uint16_t)(data[14] << 8 | data[15]);
+			pkt->network_off = (uint16_t)(pkt->data - pkt->head);
+			pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
+		}
+		pd->rx_packets++;
+		pd->rx_bytes += len;
+		pkts[got++] = pkt;
+	}
+	if (!got && pd->eof)
+		return -ENODATA;
+	return (int)got;
+}
+
+static unsigned pcapdev_tx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
+{
+	struct pcapdev *pd = (struct pcapdev *)d;
+
+	/* A file has no wire to send on: count and consume. */
+	for (unsigned i = 0; i < n; i++)
+		rxp_pkt_consume(pkts[i]);
+	pd->tx_packets += n;
+	return n;
+}
+
+static void pcapdev_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
+{
+	struct pcapdev *pd = (struct pcapdev *)d;
+
+	st->rx_packets += pd->rx_packets;
+	st->rx_bytes += pd->rx_bytes;
+	st->rx_dropped += pd->dropped;
+	st->tx_packets += pd->tx_packets;
+}
+
+static uint64_t pcapdev_close(struct rxp_dev *d)
+{
+	struct pcapdev *pd = (struct pcapdev *)d;
+
+	pcap_close(pd->p);
+	free(pd);
+	return 0;
+}
+
+static const struct rxp_dev_ops pcap_ops = {
+	.kind = "pcap",
+	.rx_burst = pcapdev_rx,
+	.tx_burst = pcapdev_tx,
+	.get_stats = pcapdev_stats,
+	.close = pcapdev_close,
+};
+
+struct rxp_dev *rxp_pcap_open(const char *path, struct rxp_pktpool *pp)
+{
+	struct pcapdev *pd = calloc(1, sizeof(*pd));
+	int rc;
+
+	if (!pd)
+		return NULL;
+	rc = open_offline(path, &pd->p, &pd->kind);
+	if (rc) {
+		free(pd);
+		errno = -rc;
+		return NULL;
+	}
+	pd->dev.ops = &pcap_ops;
+	pd->dev.nqueues = 1;
+	pd->dev.pp = pp;
+	snprintf(pd->dev.name, sizeof(pd->dev.name), "pcap");
+	return &pd->dev;
+}
+
+bool rxp_dev_is_raw_ip(const struct rxp_dev *d)
+{
+	while (d && d->inner)
+		d = d->inner;
+	if (!d || d->ops != &pcap_ops)
+		return false;
+	return ((const struct pcapdev *)d)->kind != L2_ETH;
+}
+
+/* ---- the sim NIC's replay source ------------------------------------------ */
+
+struct src_pcap {
+	struct rxp_src src;
+	pcap_t *p;
+	enum l2kind kind;
+};
+
+static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
+{
+	struct src_pcap *sp = (struct src_pcap *)s;
+
+	for (;;) {
+		struct pcap_pkthdr *h;
+		const u_char *data;
+		uint32_t n, off = 0;
+
+		if (pcap_next_ex(sp->p, &h, &data) != 1)
+			return -ENODATA;
+		n = h->caplen;
+		if (sp->kind != L2_ETH) {
+			/* Give raw IP an Ethernet header: the NIC sees frames. */
+			uint32_t skip = sp->kind == L2_SLL ? SLL_HLEN : 0;
+			uint16_t et;
+
+			if (n <= skip)
+				continue;
+			data += skip;
+			n -= skip;
+			if (sp->kind == L2_SLL)
+				et = (uint16_t)(data[-2] << 8 | data[-1]);
+			else
+				et = (data[0] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP;
+			memset(buf, 0, 12);
+			buf[0] = 0x02;
+			buf[6] = 0x02;
+			buf[12] = (uint8_t)(et >> 8);
+			buf[13] = (uint8_t)et;
+			off = RXP_ETH_HLEN;
+		}
+		if (!n || off + n > cap)
+			continue; /* empty or larger than a jumbo frame: skip */
+		memcpy(buf + off, data, n);
+		*len = off + n;
+		return 0;
+	}
+}
+
+static void src_pcap_close(struct rxp_src *s)
+{
+	pcap_close(((struct src_pcap *)s)->p);
+	free(s);
+}
+
+struct rxp_src *rxp_src_pcap(const char *path)
+{
+	struct src_pcap *sp = calloc(1, sizeof(*sp));
+	int rc;
+
+	if (!sp)
+		return NULL;
+	rc = open_offline(path, &sp->p, &sp->kind);
+	if (rc) {
+		free(sp);
+		errno = -rc;
+		return NULL;
+	}
+	sp->src.next = src_pcap_next;
+	sp->src.close = src_pcap_close;
+	return &sp->src;
+}
+
+/* ---- the writer ----------------------------------------------------------- */
+
+struct rxp_pcap_writer {
+	pcap_t *dead;
+	pcap_dumper_t *d;
+	pthread_mutex_t lock; /* several queues may capture at once */
+	uint64_t count;
+	uint8_t buf[65536 + 256];
+};
+
+struct rxp_pcap_writer *rxp_pcap_writer_open(const char *path, bool raw_ip)
+{
+	struct rxp_pcap_writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->dead = pcap_open_dead_with_tstamp_precision(raw_ip ? DLT_RAW : DLT_EN10MB, 65535,
+						       PCAP_TSTAMP_PRECISION_NANO);
+	if (!w->dead) {
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->d = pcap_dump_open(w->dead, path);
+	if (!w->d) {
+		rxp_log(RXP_LOG_ERR, "pcap writer %s: %s", path, pcap_geterr(w->dead));
+		pcap_close(w->dead);
+		free(w);
+		errno = EIO;
+		return NULL;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	return w;
+}
+
+static void write_locked(struct rxp_pcap_writer *w, const uint8_t *data, uint32_t len,
+			 uint64_t ts)
+{
+	struct pcap_pkthdr h;
+
+	h.ts.tv_sec = (time_t)(ts / 1000000000ull);
+	h.ts.tv_usec = (suseconds_t)(ts % 1000000000ull); /* nanosecond file */
+	h.caplen = h.len = len;
+	pcap_dump((u_char *)w->d, &h, data);
+	w->count++;
+}
+
+int rxp_pcap_writer_write(struct rxp_pcap_writer *w, const uint8_t *data, uint32_t len,
+			  uint64_t ts)
+{
+	if (len > 65535)
+		return -E2BIG;
+	pthread_mutex_lock(&w->lock);
+	write_locked(w, data, len, ts);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+int rxp_pcap_writer_write_pkt(struct rxp_pcap_writer *w, const struct rxp_pkt *pkt)
+{
+	int rc = 0;
+
+	if (pkt->len > 65535)
+		return -E2BIG;
+	pthread_mutex_lock(&w->lock);
+	if (rxp_pkt_copy_bits(pkt, 0, w->buf, pkt->len) == 0)
+		write_locked(w, w->buf, pkt->len, pkt->tstamp_ns);
+	else
+		rc = -EINVAL;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+uint64_t rxp_pcap_writer_count(const struct rxp_pcap_writer *w)
+{
+	return w->count;
+}
+
+int rxp_pcap_writer_close(struct rxp_pcap_writer *w)
+{
+	int rc;
+
+	if (!w)
+		return 0;
+	rc = pcap_dump_flush(w->d) ? -EIO : 0;
+	pcap_dump_close(w->d);
+	pcap_close(w->dead);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+	return rc;
+}

@@ -1,0 +1,356 @@
+/*
+ * Device tests: the sim NIC against its own generator (every delivered frame
+ * byte-identical to the reference stream of its queue), the generator's
+ * payload check, the fault and capture wrappers over the sim device, and
+ * the pcap device reading back what capture wrote (pcap), a raw-IP file and
+ * a pcapng file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rxpath/dev.h"
+#include "rxpath/sim.h"
+#include "rxpath/wire.h"
+#include "rxptest.h"
+
+static struct rxp_pktpool *mkpool(void)
+{
+	struct rxp_pktpool_config c = { .name = "dev", .n_pkts = 2048, .n_bufs = 1024,
+					.n_large = 64 };
+	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
+
+	assert_non_null(pp);
+	return pp;
+}
+
+static uint8_t ref[RXP_GEN_FRAME_MAX + 64], got[70000];
+
+/* The UDP payload of an unfragmented frame, or NULL. */
+static const uint8_t *udp_payload(const uint8_t *f, uint32_t len, uint32_t *plen)
+{
+	uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
+	uint32_t off;
+
+	if (et == RXP_ETH_P_IP) {
+		const struct rxp_iphdr *ip = (const void *)(f + 14);
+
+		if (ntohs(ip->frag_off) & (RXP_IP_MF | RXP_IP_OFFMASK))
+			return NULL;
+		off = 14 + rxp_ip_hlen(ip);
+		*plen = ntohs(ip->tot_len) - rxp_ip_hlen(ip) - 8;
+	} else {
+		const struct rxp_ipv6hdr *ip6 = (const void *)(f + 14);
+
+		if (ip6->nexthdr != RXP_IPPROTO_UDP)
+			return NULL;
+		off = 14 + 40;
+		*plen = ntohs(ip6->payload_len) - 8;
+	}
+	return off + 8 + *plen <= len ? f + off + 8 : NULL;
+}
+
+/* Receive everything from every queue of d (round robin); check each
+ * packet against ref generators (one per queue) when gcfg is given.
+ * Returns packets received. */
+static uint64_t drain(struct rxp_dev *d, const struct rxp_gen_config *gcfg, bool exact,
+		      uint64_t *verified)
+{
+	struct rxp_gen *g[8] = { 0 };
+	bool done[8] = { 0 };
+	unsigned ndone = 0;
+	uint64_t total = 0;
+
+	for (unsigned q = 0; gcfg && q < d->nqueues; q++)
+		g[q] = rxp_gen_create(gcfg);
+	while (ndone < d->nqueues) {
+		for (unsigned q = 0; q < d->nqueues; q++) {
+			struct rxp_pkt *pk[32];
+			int n;
+
+			if (done[q])
+				continue;
+			n = rxp_dev_rx_burst(d, q, pk, 32);
+			if (n == -ENODATA) {
+				done[q] = true;
+				ndone++;
+				continue;
+			}
+			assert_true(n >= 0);
+			for (int i = 0; i < n; i++) {
+				const uint8_t *pl;
+				uint32_t plen;
+
+				assert_int_equal(pk[i]->queue, q);
+				assert_int_equal(rxp_pkt_copy_bits(pk[i], 0, got, pk[i]->len), 0);
+				if (exact) {
+					uint32_t rlen;
+
+					do
+						assert_int_equal(rxp_gen_next(g[q], ref, sizeof(ref), &rlen), 0);
+					while (d->nqueues > 1 &&
+					       rxp_rss_hash(ref, rlen, true) % d->nqueues != q);
+					assert_int_equal(pk[i]->len, rlen);
+					assert_memory_equal(got, ref, rlen);
+				}
+				pl = udp_payload(got, pk[i]->len, &plen);
+				if (pl) {
+					assert_int_equal(rxp_gen_verify(pl, plen), 0);
+					(*verified)++;
+				}
+				assert_true(pk[i]->protocol == RXP_ETH_P_IP ||
+					    pk[i]->protocol == RXP_ETH_P_IPV6);
+				assert_int_equal(pk[i]->network_off, pk[i]->data - pk[i]->head + 14);
+				rxp_pkt_consume(pk[i]);
+				total++;
+			}
+		}
+	}
+	for (unsigned q = 0; q < 8; q++)
+		rxp_gen_destroy(g[q]);
+	return total;
+}
+
+static void test_gen_verify(void **state)
+{
+	struct rxp_gen_config gc = { .seed = 3, .count = 50, .max_payload = 1400 };
+	struct rxp_gen *g = rxp_gen_create(&gc);
+	uint32_t len, plen;
+	const uint8_t *pl;
+	int n = 0;
+
+	while (rxp_gen_next(g, ref, sizeof(ref), &len) == 0) {
+		pl = udp_payload(ref, len, &plen);
+		assert_non_null(pl);
+		assert_int_equal(rxp_gen_verify(pl, plen), 0);
+		((uint8_t *)pl)[plen - 1] ^= 1;
+		assert_int_equal(plen > 16 ? rxp_gen_verify(pl, plen) : -EBADMSG, -EBADMSG);
+		n++;
+	}
+	assert_int_equal(n, 50);
+	rxp_gen_destroy(g);
+	gc.min_payload = 8;
+	assert_null(rxp_gen_create(&gc));
+}
+
+static void run_sim(unsigned nq, uint32_t mtu, uint32_t maxp, double zl, unsigned v6)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_gen_config gc = { .seed = 11, .count = 3000, .max_payload = maxp,
+				     .ipv6_pct = v6, .mtu = mtu, .loss = 0.01 };
+	struct rxp_sim_config sc = { .nqueues = nq, .seed = 5, .zero_len_rate = zl, .gen = &gc };
+	struct rxp_dev *d = rxp_sim_open(&sc, pp);
+	struct rxp_dev_stats st;
+	struct rxp_gen *g = rxp_gen_create(&gc);
+	struct rxp_gen_stats gs;
+	uint64_t n, verified = 0;
+	uint32_t len;
+
+	assert_non_null(d);
+	n = drain(d, &gc, true, &verified);
+	while (rxp_gen_next(g, ref, sizeof(ref), &len) == 0)
+		;
+	rxp_gen_get_stats(g, &gs);
+	rxp_gen_destroy(g);
+	assert_int_equal(n, gs.frames - gs.lost);
+	assert_true(verified > 0);
+	rxp_dev_get_stats(d, &st);
+	assert_int_equal(st.rx_packets, n);
+	assert_int_equal(st.rx_no_buffer, 0);
+	if (zl > 0)
+		assert_true(st.zero_len_descs > 0);
+	printf("sim q=%u mtu=%u: %llu frames, %llu payloads verified, %llu zero-length descs, "
+	       "pp fast %llu slow %llu\n",
+	       nq, mtu, (unsigned long long)n, (unsigned long long)verified,
+	       (unsigned long long)st.zero_len_descs, (unsigned long long)st.pp_fast,
+	       (unsigned long long)st.pp_slow);
+	assert_int_equal(rxp_dev_close(d), 0);
+	rxpt_pktpool_teardown(pp);
+}
+
+static void test_sim_basic(void **state)
+{
+	run_sim(1, 1500, 1472, 0, 0);
+}
+
+static void test_sim_frag_v6_queues(void **state)
+{
+	run_sim(4, 1500, 6000, 0.05, 50);
+}
+
+static void test_sim_jumbo_zero_len(void **state)
+{
+	run_sim(2, 9000, 8972, 0.1, 30);
+}
+
+static enum rxp_xdp_action drop_all(struct rxp_xdp_buff *x, void *ctx)
+{
+	(*(uint64_t *)ctx)++;
+	return RXP_XDP_DROP;
+}
+
+static void test_sim_xdp_drop(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_gen_config gc = { .seed = 1, .count = 500, .max_payload = 8000, .mtu = 9000 };
+	struct rxp_sim_config sc = { .gen = &gc };
+	struct rxp_dev *d = rxp_sim_open(&sc, pp);
+	struct rxp_dev_stats st;
+	struct rxp_pktpool_stats ps;
+	uint64_t seen = 0, v = 0;
+
+	assert_non_null(d);
+	assert_int_equal(rxp_dev_set_xdp(d, drop_all, &seen), 0);
+	assert_int_equal(drain(d, NULL, false, &v), 0);
+	assert_int_equal(seen, 500);
+	rxp_dev_get_stats(d, &st);
+	assert_int_equal(st.xdp_drop, 500);
+	rxp_pktpool_get_stats(pp, &ps);
+	assert_int_equal(ps.drops[RXP_DROP_XDP_DROP], 500);
+	assert_int_equal(rxp_dev_close(d), 0);
+	rxpt_pktpool_teardown(pp);
+}
+
+static void test_fault_wrapper(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_gen_config gc = { .seed = 21, .count = 4000, .max_payload = 1400 };
+	struct rxp_sim_config sc = { .nqueues = 2, .gen = &gc };
+	struct rxp_fault_config fc = { .seed = 9, .loss = 0.1, .duplicate = 0.1,
+				       .reorder_window = 8 };
+	struct rxp_dev *d = rxp_fault_wrap(rxp_sim_open(&sc, pp), &fc);
+	struct rxp_dev_stats st;
+	struct rxp_pktpool_stats ps;
+	uint64_t n, v = 0;
+
+	assert_non_null(d);
+	n = drain(d, NULL, false, &v);
+	rxp_dev_get_stats(d, &st);
+	assert_int_equal(n, 4000 - st.fault_lost + st.fault_duplicated);
+	assert_true(st.fault_lost > 200 && st.fault_duplicated > 200 && st.fault_reordered > 200);
+	assert_int_equal(v, n); /* every payload intact, copies included */
+	rxp_pktpool_get_stats(pp, &ps);
+	assert_int_equal(ps.drops[RXP_DROP_FAULT_INJECT], st.fault_lost);
+	assert_int_equal(rxp_dev_close(d), 0);
+	rxpt_pktpool_teardown(pp);
+}
+
+/* capture(sim) writes a pcap; the pcap device and the sim's pcap replay
+ * both read back exactly the generator's frames. */
+static void test_capture_and_pcap(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_gen_config gc = { .seed = 33, .count = 700, .max_payload = 4000,
+				     .ipv6_pct = 40 };
+	struct rxp_sim_config sc = { .gen = &gc };
+	char path[] = "/tmp/rxp_test_dev_XXXXXX";
+	int fd = mkstemp(path);
+	struct rxp_dev *d;
+	struct rxp_dev_stats st;
+	uint64_t n, v = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	d = rxp_capture_wrap(rxp_sim_open(&sc, pp), path, RXP_CAPTURE_RX);
+	assert_non_null(d);
+	n = drain(d, &gc, true, &v);
+	rxp_dev_get_stats(d, &st);
+	assert_int_equal(st.captured, n);
+	assert_int_equal(rxp_dev_close(d), 0);
+
+	d = rxp_pcap_open(path, pp);
+	assert_non_null(d);
+	assert_int_equal(drain(d, &gc, true, &v), n);
+	assert_int_equal(rxp_dev_close(d), 0);
+
+	sc.gen = NULL;
+	sc.pcap_path = path;
+	sc.nqueues = 3;
+	d = rxp_sim_open(&sc, pp);
+	assert_non_null(d);
+	assert_int_equal(drain(d, &gc, true, &v), n);
+	assert_int_equal(rxp_dev_close(d), 0);
+	unlink(path);
+	rxpt_pktpool_teardown(pp);
+}
+
+static void test_pcap_raw_and_pcapng(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	char path[] = "/tmp/rxp_test_raw_XXXXXX";
+	int fd = mkstemp(path);
+	struct rxp_pcap_writer *w;
+	struct rxp_dev *d;
+	struct rxp_pkt *pk[4];
+	uint8_t ip[60] = { 0x45, 0, 0, 60, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2 };
+	FILE *f;
+
+	assert_true(fd >= 0);
+	close(fd);
+	w = rxp_pcap_writer_open(path, true);
+	assert_non_null(w);
+	assert_int_equal(rxp_pcap_writer_write(w, ip, 60, 1000000123), 0);
+	assert_int_equal(rxp_pcap_writer_close(w), 0);
+	d = rxp_pcap_open(path, pp);
+	assert_non_null(d);
+	assert_true(rxp_dev_is_raw_ip(d));
+	assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 4), 1);
+	assert_int_equal(pk[0]->protocol, RXP_ETH_P_IP);
+	assert_int_equal(pk[0]->network_off, pk[0]->data - pk[0]->head);
+	assert_int_equal(pk[0]->tstamp_ns, 1000000123);
+	assert_memory_equal(pk[0]->data, ip, 60);
+	rxp_pkt_consume(pk[0]);
+	assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 4), -ENODATA);
+	assert_int_equal(rxp_dev_close(d), 0);
+
+	/* A minimal pcapng: section header, Ethernet interface, one packet. */
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	{
+		uint32_t shb[] = { 0x0a0d0d0a, 28, 0x1a2b3c4d, 0x00000001, 0xffffffff,
+				   0xffffffff, 28 };
+		uint32_t idb[] = { 1, 20, 1 | (0 << 16), 65535, 20 };
+		uint8_t frame[64] = { 0 };
+		uint32_t epb_len = 32 + 64;
+		uint32_t epb[] = { 6, epb_len, 0, 0, 5, 64, 64 };
+
+		shb[3] = 0x00000001; /* version 1.0 */
+		memcpy(frame + 14, ip, 50);
+		frame[12] = 0x08;
+		fwrite(shb, sizeof(shb), 1, f);
+		fwrite(idb, sizeof(idb), 1, f);
+		fwrite(epb, sizeof(epb), 1, f);
+		fwrite(frame, 64, 1, f);
+		fwrite(&epb_len, 4, 1, f);
+	}
+	fclose(f);
+	d = rxp_pcap_open(path, pp);
+	assert_non_null(d);
+	assert_false(rxp_dev_is_raw_ip(d));
+	assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 4), 1);
+	assert_int_equal(pk[0]->len, 64);
+	assert_int_equal(pk[0]->protocol, RXP_ETH_P_IP);
+	rxp_pkt_consume(pk[0]);
+	assert_int_equal(rxp_dev_close(d), 0);
+	unlink(path);
+	assert_null(rxp_pcap_open("/nonexistent/x.pcap", pp));
+	rxpt_pktpool_teardown(pp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gen_verify),
+		cmocka_unit_test(test_sim_basic),
+		cmocka_unit_test(test_sim_frag_v6_queues),
+		cmocka_unit_test(test_sim_jumbo_zero_len),
+		cmocka_unit_test(test_sim_xdp_drop),
+		cmocka_unit_test(test_fault_wrapper),
+		cmocka_unit_test(test_capture_and_pcap),
+		cmocka_unit_test(test_pcap_raw_and_pcapng),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
