@@ -55,6 +55,11 @@ int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len);
 void rxp_gen_get_stats(const struct rxp_gen *g, struct rxp_gen_stats *st);
 /* Check a UDP payload made by a generator: 0, or -EBADMSG. */
 int rxp_gen_verify(const uint8_t *payload, uint32_t len);
+/* Write a verifiable payload of len (>= RXP_GEN_HDR_LEN) bytes: the
+ * header (magic, seq, len, FNV-1a) and pseudo-random bytes from x. Other
+ * traffic sources (TIPC messages in `rxpath run`) use it so one check
+ * covers every payload. */
+void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x);
 /* Its datagram sequence number (payload already verified). */
 uint32_t rxp_gen_payload_seq(const uint8_t *payload);
 
@@ -82,6 +87,9 @@ struct rxp_sim_config {
 	/* Traffic: a generator config, or a pcap file to replay. */
 	const struct rxp_gen_config *gen;
 	const char *pcap_path;
+	/* Or any source: called once per queue (each keeps only its frames). */
+	struct rxp_src *(*src_open)(void *arg);
+	void *src_arg;
 };
 
 /* NULL with errno set. */

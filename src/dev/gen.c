@@ -140,6 +140,19 @@ int rxp_gen_verify(const uint8_t *p, uint32_t len)
 	return 0;
 }
 
+void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x)
+{
+	for (uint32_t i = RXP_GEN_HDR_LEN; i < len; i++) {
+		p[i] = (uint8_t)x;
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		p[i] ^= (uint8_t)(x >> 56);
+	}
+	put32(p, RXP_GEN_MAGIC);
+	put32(p + 4, seq);
+	put32(p + 8, len);
+	put32(p + 12, fnv1a(p + RXP_GEN_HDR_LEN, len - RXP_GEN_HDR_LEN, 2166136261u ^ seq));
+}
+
 uint32_t rxp_gen_payload_seq(const uint8_t *p)
 {
 	return get32(p + 4);
@@ -204,15 +217,7 @@ static void new_datagram(struct rxp_gen *g)
 	u[4] = (uint8_t)(g->l4_len >> 8);
 	u[5] = (uint8_t)g->l4_len;
 	u[6] = u[7] = 0;
-	for (uint32_t i = RXP_GEN_HDR_LEN; i < plen; i++) {
-		p[i] = (uint8_t)x;
-		x = x * 6364136223846793005ull + 1442695040888963407ull;
-		p[i] ^= (uint8_t)(x >> 56);
-	}
-	put32(p, RXP_GEN_MAGIC);
-	put32(p + 4, seq);
-	put32(p + 8, plen);
-	put32(p + 12, fnv1a(p + RXP_GEN_HDR_LEN, plen - RXP_GEN_HDR_LEN, 2166136261u ^ seq));
+	rxp_gen_fill_payload(p, plen, seq, x);
 	if (g->v6) {
 		addr6(g->flow, false, src);
 		addr6(g->flow, true, dst);

@@ -35,6 +35,8 @@ struct sim {
 	struct rxp_sim_config cfg;
 	struct rxp_gen_config gen;
 	char *pcap_path;
+	struct rxp_src *(*src_open)(void *arg);
+	void *src_arg;
 	uint32_t zl_thresh; /* zero_len_rate scaled to 2^32 */
 	struct simq *q[];
 };
@@ -50,6 +52,8 @@ static uint64_t splitmix(uint64_t *x)
 
 static struct rxp_src *open_src(struct sim *s)
 {
+	if (s->src_open)
+		return s->src_open(s->src_arg);
 	return s->pcap_path ? rxp_src_pcap(s->pcap_path) : rxp_src_gen(&s->gen);
 }
 
@@ -221,7 +225,8 @@ struct rxp_dev *rxp_sim_open(const struct rxp_sim_config *cfg, struct rxp_pktpoo
 	struct sim *s;
 	int err = ENOMEM;
 
-	if (!pp || nq > 64 || (!cfg->gen && !cfg->pcap_path) || cfg->zero_len_rate < 0 ||
+	if (!pp || nq > 64 || (!cfg->gen && !cfg->pcap_path && !cfg->src_open) ||
+	    cfg->zero_len_rate < 0 ||
 	    cfg->zero_len_rate >= 1) {
 		errno = EINVAL;
 		return NULL;
@@ -237,6 +242,8 @@ struct rxp_dev *rxp_sim_open(const struct rxp_sim_config *cfg, struct rxp_pktpoo
 	if (cfg->gen)
 		s->gen = *cfg->gen;
 	s->cfg.gen = NULL;
+	s->src_open = cfg->src_open;
+	s->src_arg = cfg->src_arg;
 	if (cfg->pcap_path && !(s->pcap_path = strdup(cfg->pcap_path)))
 		goto fail;
 	s->zl_thresh = (uint32_t)(cfg->zero_len_rate * 4294967296.0);

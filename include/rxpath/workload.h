@@ -1,0 +1,39 @@
+/*
+ * The built-in mixed workload of `rxpath run`: a deterministic frame source
+ * (struct rxp_src, include/rxpath/sim.h) for the sim NIC that mixes
+ *   - IPv4 and IPv6 UDP datagrams from 16 to 65000 payload bytes,
+ *     fragmented at MTU 1500;
+ *   - 9000-byte class jumbo frames (unfragmented, MTU 9000), which the sim
+ *     NIC splits over several 2 KiB buffers;
+ *   - TIPC over UDP (port 6118) from a few peers: bundles of small messages
+ *     and large messages split into MSG_FRAGMENTER fragments;
+ *   - faults: frame loss, exact duplicate fragments and partially
+ *     overlapping IPv4 fragments (which strict reassembly must refuse).
+ * Every UDP and TIPC payload carries the generator's verifiable header
+ * (rxp_gen_verify), so a sink can prove each delivered one intact.
+ */
+#ifndef RXPATH_WORKLOAD_H
+#define RXPATH_WORKLOAD_H
+
+#include <stdint.h>
+
+#include "rxpath/sim.h"
+
+struct rxp_workload_config {
+	uint64_t seed;
+	uint64_t frames;     /* frames to emit; 0: no end */
+	unsigned ipv6_pct;   /* of UDP datagrams (default 30) */
+	unsigned jumbo_pct;  /* of frames (default 10) */
+	unsigned tipc_pct;   /* of frames (default 20) */
+	double loss;         /* per frame (default 0.001) */
+	double dup_frag;     /* a fragment sent twice (default 0.001) */
+	double overlap_frag; /* an IPv4 fragment followed by an overlapping twin (default 0.0005) */
+	uint16_t udp_port;   /* destination of the UDP datagrams (default 9) */
+};
+
+/* Fill in the defaults for fields left 0 (a negative double keeps 0). */
+void rxp_workload_defaults(struct rxp_workload_config *cfg);
+/* NULL with errno. The source is independent and deterministic from seed. */
+struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg);
+
+#endif

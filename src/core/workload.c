@@ -1,0 +1,301 @@
+/*
+ * The mixed workload source (include/rxpath/workload.h).
+ *
+ * Three producers feed one frame stream, picked per frame by a seeded PRNG:
+ * two UDP generators (standard MTU, jumbo) and a TIPC sender that builds
+ * IPv4/UDP datagrams with the TIPC layer's own bundling and fragmentation.
+ * Faults are applied to the chosen frame: dropped, or followed by a
+ * duplicate or an overlapping twin. Frames waiting to be emitted sit in a
+ * small FIFO; the TIPC sender's packets come from a private pool and are
+ * copied out as frames, so the source holds no packet between calls except
+ * its own queue, which close() frees.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxpath/tipc.h"
+#include "rxpath/wire.h"
+#include "rxpath/workload.h"
+
+#define PENDING 8
+#define TIPC_PEERS 4
+
+struct frame {
+	uint32_t len;
+	uint8_t b[RXP_GEN_FRAME_MAX];
+};
+
+struct wl {
+	struct rxp_src src;
+	struct rxp_workload_config cfg;
+	uint64_t rng, emitted;
+	struct rxp_gen *std, *jumbo;
+	struct rxp_pktpool *tpp;
+	struct rxp_tipc_udp_peer peers[TIPC_PEERS];
+	struct rxp_pkt_queue tipc_out; /* built datagrams not yet emitted */
+	uint32_t tipc_seq;
+	struct frame pend[PENDING];
+	unsigned phead, pcount;
+};
+
+static uint64_t rnd(struct wl *w)
+{
+	uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t below(struct wl *w, uint64_t n)
+{
+	return n ? rnd(w) % n : 0;
+}
+
+static bool chance(struct wl *w, double p)
+{
+	return p > 0 && (double)(rnd(w) >> 11) * 0x1.0p-53 < p;
+}
+
+void rxp_workload_defaults(struct rxp_workload_config *c)
+{
+	if (!c->ipv6_pct)
+		c->ipv6_pct = 30;
+	if (!c->jumbo_pct)
+		c->jumbo_pct = 10;
+	if (!c->tipc_pct)
+		c->tipc_pct = 20;
+	if (c->loss == 0)
+		c->loss = 0.001;
+	if (c->dup_frag == 0)
+		c->dup_frag = 0.001;
+	if (c->overlap_frag == 0)
+		c->overlap_frag = 0.0005;
+	if (c->loss < 0)
+		c->loss = 0;
+	if (c->dup_frag < 0)
+		c->dup_frag = 0;
+	if (c->overlap_frag < 0)
+		c->overlap_frag = 0;
+	if (!c->udp_port)
+		c->udp_port = 9;
+}
+
+static struct frame *pend_push(struct wl *w)
+{
+	struct frame *f;
+
+	if (w->pcount == PENDING)
+		return NULL;
+	f = &w->pend[(w->phead + w->pcount) % PENDING];
+	w->pcount++;
+	return f;
+}
+
+/* An IPv4 fragment frame (Ethernet, no VLAN)? */
+static bool is_v4_fragment(const uint8_t *f, uint32_t len)
+{
+	uint16_t fo;
+
+	if (len < RXP_ETH_HLEN + RXP_IPV4_HLEN || f[12] != 0x08 || f[13] != 0x00)
+		return false;
+	memcpy(&fo, f + RXP_ETH_HLEN + 6, 2);
+	return ntohs(fo) & (RXP_IP_MF | RXP_IP_OFFMASK);
+}
+
+static bool is_fragment(const uint8_t *f, uint32_t len)
+{
+	if (is_v4_fragment(f, len))
+		return true;
+	/* IPv6 with a fragment header right after the fixed header */
+	return len >= RXP_ETH_HLEN + RXP_IPV6_HLEN + 8 && f[12] == 0x86 && f[13] == 0xdd &&
+	       f[RXP_ETH_HLEN + 6] == RXP_IPPROTO_FRAGMENT;
+}
+
+/* A twin of an IPv4 fragment moved 8 bytes on: it partly overlaps the
+ * original (and maybe the next fragment). */
+static void make_overlap(struct frame *t, const uint8_t *f, uint32_t len)
+{
+	struct rxp_iphdr *ip;
+	uint16_t fo;
+
+	memcpy(t->b, f, len);
+	t->len = len;
+	ip = (struct rxp_iphdr *)(void *)(t->b + RXP_ETH_HLEN);
+	fo = ntohs(ip->frag_off);
+	if ((fo & RXP_IP_OFFMASK) < RXP_IP_OFFMASK)
+		fo++;
+	ip->frag_off = htons(fo | RXP_IP_MF);
+	ip->check = 0;
+	ip->check = rxp_ip_csum(ip, rxp_ip_hlen(ip));
+}
+
+/* Build the next TIPC burst for a random peer: either a bundle-sized run of
+ * small messages or one large fragmented message. */
+static int tipc_refill(struct wl *w)
+{
+	struct rxp_tipc_udp_peer *peer = &w->peers[below(w, TIPC_PEERS)];
+	struct rxp_pkt_queue msgs;
+	unsigned n = below(w, 4) ? 4 + (unsigned)below(w, 28) : 1;
+	uint8_t buf[60000];
+
+	rxp_pkt_queue_init(&msgs);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t len = n > 1 ? 16 + (uint32_t)below(w, 200)
+				     : 2000 + (uint32_t)below(w, 58000);
+		struct rxp_pkt *m;
+
+		rxp_gen_fill_payload(buf, len, w->tipc_seq++, rnd(w));
+		m = rxp_tipc_msg_new(w->tpp, RXP_TIPC_LOW_IMPORTANCE + (unsigned)below(w, 4),
+				     RXP_TIPC_NAMED_MSG, RXP_TIPC_NAMED_H_SIZE, 0x1001001,
+				     0x1001002, 1000 + (uint32_t)below(w, 8), buf, len);
+		if (!m) {
+			rxp_pkt_queue_purge(&msgs, RXP_DROP_NOMEM);
+			return -ENOMEM;
+		}
+		rxp_pkt_enqueue(&msgs, m);
+	}
+	return rxp_tipc_udp_build(w->tpp, peer, &msgs, &w->tipc_out) < 0 ? -ENOMEM : 0;
+}
+
+static int tipc_next(struct wl *w, uint8_t *b, uint32_t cap, uint32_t *len)
+{
+	struct rxp_pkt *p;
+
+	if (!w->tipc_out.len && tipc_refill(w))
+		return -ENOMEM;
+	p = rxp_pkt_dequeue(&w->tipc_out);
+	if (!p)
+		return -ENOMEM;
+	if (p->len + RXP_ETH_HLEN > cap) {
+		rxp_pkt_drop(p, RXP_DROP_PKT_TOO_BIG);
+		return -ENOSPC;
+	}
+	memcpy(b, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00", RXP_ETH_HLEN);
+	rxp_pkt_copy_bits(p, 0, b + RXP_ETH_HLEN, p->len);
+	*len = p->len + RXP_ETH_HLEN;
+	if (*len < 60) {
+		memset(b + *len, 0, 60 - *len);
+		*len = 60;
+	}
+	rxp_pkt_consume(p);
+	return 0;
+}
+
+static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
+{
+	struct wl *w = (struct wl *)s;
+
+	for (;;) {
+		uint64_t pick;
+		int rc;
+
+		if (w->cfg.frames && w->emitted >= w->cfg.frames)
+			return -ENODATA;
+		if (w->pcount) {
+			struct frame *f = &w->pend[w->phead];
+
+			if (f->len > cap)
+				return -ENOSPC;
+			memcpy(buf, f->b, f->len);
+			*len = f->len;
+			w->phead = (w->phead + 1) % PENDING;
+			w->pcount--;
+			w->emitted++;
+			return 0;
+		}
+		pick = below(w, 100);
+		if (pick < w->cfg.tipc_pct)
+			rc = tipc_next(w, buf, cap, len);
+		else if (pick < w->cfg.tipc_pct + w->cfg.jumbo_pct)
+			rc = rxp_gen_next(w->jumbo, buf, cap, len);
+		else
+			rc = rxp_gen_next(w->std, buf, cap, len);
+		if (rc)
+			return rc;
+		if (pick < w->cfg.tipc_pct && chance(w, w->cfg.loss))
+			continue; /* the generators apply their own loss */
+		if (is_fragment(buf, *len)) {
+			struct frame *t;
+
+			if (chance(w, w->cfg.dup_frag) && (t = pend_push(w))) {
+				memcpy(t->b, buf, *len);
+				t->len = *len;
+			}
+			if (is_v4_fragment(buf, *len) && chance(w, w->cfg.overlap_frag) &&
+			    (t = pend_push(w)))
+				make_overlap(t, buf, *len);
+		}
+		w->emitted++;
+		return 0;
+	}
+}
+
+static void wl_close(struct rxp_src *s)
+{
+	struct wl *w = (struct wl *)s;
+
+	rxp_pkt_queue_purge(&w->tipc_out, RXP_DROP_NOT_SPECIFIED);
+	rxp_gen_destroy(w->std);
+	rxp_gen_destroy(w->jumbo);
+	rxp_pktpool_destroy(w->tpp);
+	free(w);
+}
+
+struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
+{
+	struct rxp_workload_config cfg = *cfg_in;
+	struct wl *w;
+
+	rxp_workload_defaults(&cfg);
+	if (cfg.tipc_pct + cfg.jumbo_pct > 100) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->src.next = wl_next;
+	w->src.close = wl_close;
+	w->cfg = cfg;
+	w->rng = cfg.seed ^ 0x5258504154485755ull;
+	rxp_pkt_queue_init(&w->tipc_out);
+	{
+		struct rxp_gen_config g = {
+			.seed = cfg.seed,
+			.min_payload = 16,
+			.max_payload = 65000,
+			.ipv6_pct = cfg.ipv6_pct,
+			.mtu = 1500,
+			.loss = cfg.loss,
+			.flows = 64,
+			.dport = cfg.udp_port,
+		};
+		struct rxp_gen_config j = g;
+
+		j.seed = cfg.seed + 1;
+		j.min_payload = 1500;
+		j.max_payload = 8900;
+		j.mtu = 9000;
+		j.flows = 16;
+		w->std = rxp_gen_create(&g);
+		w->jumbo = rxp_gen_create(&j);
+	}
+	w->tpp = rxp_pktpool_create(&(struct rxp_pktpool_config){
+		.name = "wl.tipc", .n_pkts = 512, .n_bufs = 512, .n_large = 8 });
+	if (!w->std || !w->jumbo || !w->tpp) {
+		wl_close(&w->src);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < TIPC_PEERS; i++) {
+		w->peers[i].saddr = htonl(0x0a010001u + i); /* 10.1.0.1.. */
+		w->peers[i].daddr = htonl(0x0a020001u);
+		w->peers[i].sport = RXP_TIPC_UDP_PORT;
+		w->peers[i].dport = RXP_TIPC_UDP_PORT;
+		w->peers[i].mtu = 1500;
+		w->peers[i].ip_id = (uint16_t)rnd(w);
+	}
+	return &w->src;
+}
