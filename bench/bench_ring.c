@@ -15,8 +15,16 @@
  *     (an AF_PACKET socket blasting UDP frames in another namespace), same
  *     run. Needs root; skipped with a message otherwise.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,11 +224,199 @@ int main(int argc, char **argv)
 	return 0;
 }
 
-/* AF_XDP vs AF_PACKET over veth: filled in by the veth section below. */
+/* ---- AF_XDP vs AF_PACKET over veth ------------------------------------------ */
+
+static char ns_s[32], ns_r[32];
+
+static void veth_teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_s,
+		 ns_r);
+	if (system(cmd))
+		return;
+}
+
+static int enter_ns(const char *ns)
+{
+	char path[64];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return rc;
+}
+
+/* The sender: in its own namespace, blast one 64-byte frame through an
+ * AF_PACKET socket (qdisc bypassed) for ms milliseconds; exit status 0 and
+ * the count written to fd. */
+static void sender(int fd, const uint8_t *dmac, unsigned ms)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+	uint8_t frame[64];
+	uint32_t len;
+	struct rxp_gen_config gc = { .seed = 7, .min_payload = 18, .max_payload = 18 };
+	struct rxp_gen *g = rxp_gen_create(&gc);
+	struct mmsghdr msgs[64];
+	struct iovec iov = { frame, 0 };
+	uint64_t sent = 0, t0;
+	int s, one = 1;
+
+	if (enter_ns(ns_s) || !g || rxp_gen_next(g, frame, sizeof(frame) + 9000, &len))
+		_exit(1);
+	memcpy(frame, dmac, 6);
+	iov.iov_len = len;
+	s = socket(AF_PACKET, SOCK_RAW, 0);
+	sll.sll_ifindex = (int)if_nametoindex("rxp3s0");
+	sll.sll_halen = 6;
+	memcpy(sll.sll_addr, dmac, 6);
+	if (s < 0 || !sll.sll_ifindex)
+		_exit(1);
+	setsockopt(s, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	for (int i = 0; i < 64; i++) {
+		memset(&msgs[i], 0, sizeof(msgs[i]));
+		msgs[i].msg_hdr.msg_name = &sll;
+		msgs[i].msg_hdr.msg_namelen = sizeof(sll);
+		msgs[i].msg_hdr.msg_iov = &iov;
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	t0 = bench_now_ns();
+	while (bench_now_ns() - t0 < (uint64_t)ms * 1000000) {
+		int n = sendmmsg(s, msgs, 64, 0);
+
+		if (n > 0)
+			sent += (uint64_t)n;
+	}
+	if (write(fd, &sent, sizeof(sent)) != sizeof(sent))
+		_exit(1);
+	_exit(0);
+}
+
+/* One measurement: open the device, run the sender, count what arrives. */
+static int veth_run(struct rxp_pktpool *pp, bool xdp, const uint8_t *dmac, unsigned ms,
+		    double *rx_mpps, double *tx_mpps)
+{
+	struct rxp_afxdp_config xc = { .ifname = "rxp3r0" };
+	struct rxp_afpacket_config ac = { .ifname = "rxp3r0", .nblocks = 64 };
+	struct rxp_dev *d = xdp ? rxp_afxdp_open(&xc, pp) : rxp_afpacket_open(&ac, pp);
+	uint64_t got = 0, sent = 0, t0, t1;
+	int pfd[2], status;
+	pid_t pid;
+
+	if (!d)
+		return -1;
+	if (pipe(pfd)) {
+		rxp_dev_close(d);
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0)
+		sender(pfd[1], dmac, ms);
+	t0 = bench_now_ns();
+	t1 = t0 + (uint64_t)(ms + 300) * 1000000;
+	while (bench_now_ns() < t1) {
+		struct rxp_pkt *pk[64];
+		int n = rxp_dev_rx_burst(d, 0, pk, 64);
+
+		for (int i = 0; i < n; i++)
+			rxp_pkt_consume(pk[i]);
+		if (n > 0)
+			got += (uint64_t)n;
+	}
+	waitpid(pid, &status, 0);
+	if (read(pfd[0], &sent, sizeof(sent)) != sizeof(sent))
+		sent = 0;
+	close(pfd[0]);
+	close(pfd[1]);
+	rxp_dev_close(d);
+	*rx_mpps = (double)got / ((double)ms * 1e3);
+	*tx_mpps = (double)sent / ((double)ms * 1e3);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int veth_setup(uint8_t *mac)
+{
+	char cmd[1024];
+	FILE *f;
+	unsigned m[6];
+
+	snprintf(ns_s, sizeof(ns_s), "rxp3bs%d", (int)getpid());
+	snprintf(ns_r, sizeof(ns_r), "rxp3br%d", (int)getpid());
+	atexit(veth_teardown);
+	snprintf(cmd, sizeof(cmd),
+		 "ip netns add %1$s && ip netns add %2$s && "
+		 "ip link add rxp3s0 netns %1$s type veth peer name rxp3r0 netns %2$s && "
+		 "ip -n %1$s link set rxp3s0 up && ip -n %2$s link set rxp3r0 up && "
+		 "ip netns exec %1$s sysctl -qw net.ipv6.conf.all.disable_ipv6=1 && "
+		 "ip netns exec %2$s sysctl -qw net.ipv6.conf.all.disable_ipv6=1",
+		 ns_s, ns_r);
+	if (system(cmd))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "ip -n %s -o link show rxp3r0 | grep -o 'ether [0-9a-f:]*'",
+		 ns_r);
+	f = popen(cmd, "r");
+	if (!f || fscanf(f, "ether %x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4],
+			 &m[5]) != 6) {
+		if (f)
+			pclose(f);
+		return -1;
+	}
+	pclose(f);
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)m[i];
+	return enter_ns(ns_r);
+}
+
 int rxp_bench_veth(struct bench_table *t, const struct bench_opts *o)
 {
-	(void)t;
-	(void)o;
-	printf("# AF_XDP vs AF_PACKET over veth: not built yet\n");
+	struct rxp_pktpool_config pc = { .name = "veth", .n_pkts = 8192 };
+	struct rxp_pktpool *pp;
+	uint8_t mac[6];
+	unsigned ms = o->quick ? 300 : 1000;
+	double rx[2][64], tx[2][64];
+	int orig = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+
+	if (geteuid() != 0) {
+		printf("# AF_XDP vs AF_PACKET over veth: skipped (needs root for namespaces)\n");
+		return 0;
+	}
+	if (veth_setup(mac)) {
+		printf("# AF_XDP vs AF_PACKET over veth: skipped (cannot create namespaces/veth)\n");
+		veth_teardown();
+		return 0;
+	}
+	pp = rxp_pktpool_create(&pc);
+	for (int r = 0; pp && r < o->runs && r < 64; r++) {
+		for (int m = 0; m < 2; m++) {
+			if (veth_run(pp, m == 1, mac, ms, &rx[m][r], &tx[m][r])) {
+				printf("# AF_XDP vs AF_PACKET over veth: skipped (%s failed)\n",
+				       m ? "AF_XDP" : "AF_PACKET");
+				goto out;
+			}
+		}
+	}
+	if (pp) {
+		bench_add(t, "veth 64B", "afpacket rx", "Mpps", bench_median(rx[0], o->runs), 0, NULL);
+		bench_add(t, "veth 64B", "afxdp rx", "Mpps", bench_median(rx[1], o->runs), 0,
+			  "afpacket rx");
+		bench_add(t, "veth 64B", "sender (afpacket runs)", "Mpps",
+			  bench_median(tx[0], o->runs), 0, NULL);
+		bench_add(t, "veth 64B", "sender (afxdp runs)", "Mpps",
+			  bench_median(tx[1], o->runs), 0, NULL);
+	}
+out:
+	if (orig >= 0) {
+		if (setns(orig, CLONE_NEWNET))
+			perror("setns");
+		close(orig);
+	}
+	veth_teardown();
+	if (pp && rxp_pktpool_destroy(pp))
+		fprintf(stderr, "bench ring: veth packets outstanding\n");
 	return 0;
 }

@@ -69,6 +69,12 @@ void rxp_page_pool_get_stats(const struct rxp_page_pool *pp, struct rxp_page_poo
 uint64_t rxp_page_pool_outstanding(const struct rxp_page_pool *pp);
 uint32_t rxp_page_pool_page_size(const struct rxp_page_pool *pp);
 
+/* The backing store: n_pages * page_size bytes at *base, page-aligned (an
+ * AF_XDP UMEM can be registered over it). */
+void rxp_page_pool_mem(const struct rxp_page_pool *pp, uint8_t **base, uint64_t *len);
+/* The page holding byte off of the backing store (NULL if out of range). */
+struct rxp_page *rxp_page_pool_page_at(const struct rxp_page_pool *pp, uint64_t off);
+
 /* Mark a page as never reusable (the analogue of a remote-NUMA or
  * pfmemalloc page): drivers release it instead of recycling it, and the
  * pool waives it when it comes back. */

@@ -260,3 +260,16 @@ void rxp_page_pool_get_stats(const struct rxp_page_pool *pp, struct rxp_page_poo
 	st->n_pages = pp->n_pages;
 	st->page_size = pp->page_size;
 }
+
+void rxp_page_pool_mem(const struct rxp_page_pool *pp, uint8_t **base, uint64_t *len)
+{
+	*base = pp->mem;
+	*len = (uint64_t)pp->page_size * pp->n_pages;
+}
+
+struct rxp_page *rxp_page_pool_page_at(const struct rxp_page_pool *pp, uint64_t off)
+{
+	uint64_t i = off / pp->page_size;
+
+	return i < pp->n_pages ? &pp->pages[i] : NULL;
+}
