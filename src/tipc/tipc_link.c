@@ -200,26 +200,20 @@ static void dispatch(struct rxp_tipc_link *l, struct rxp_pkt *pkt, enum ctx ctx)
 	}
 }
 
-/* V1-V3 on pkt, then cut the trailing bytes beyond size. Consumes pkt on
- * failure (returns false); on success pkt->len == size. */
-static bool validate_trim(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
-{
-	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
-	enum rxp_drop_reason r = rxp_tipc_validate_pkt(pkt);
-
-	if (r) {
-		link_drop(l, pkt, r);
-		return false;
-	}
-	rxp_pkt_trim(pkt, rxp_tipc_size(rxp_pkt_header_pointer(pkt, 0, sizeof(buf), buf)));
-	return true;
-}
-
 void rxp_tipc_link_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 {
+	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
+	enum rxp_drop_reason r;
+
 	l->st.packets++;
-	if (!validate_trim(l, pkt))
+	r = rxp_tipc_validate_pkt(pkt); /* V1-V3 */
+	if (r) {
+		link_drop(l, pkt, r);
 		return;
+	}
+	/* Trailing bytes beyond size are ignored (case 9): from here on
+	 * pkt->len == size. */
+	rxp_pkt_trim(pkt, rxp_tipc_size(rxp_pkt_header_pointer(pkt, 0, sizeof(buf), buf)));
 	dispatch(l, pkt, CTX_TOP);
 }
 
