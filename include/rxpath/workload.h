@@ -7,8 +7,9 @@
  *     NIC splits over several 2 KiB buffers;
  *   - TIPC over UDP (port 6118) from a few peers: bundles of small messages
  *     and large messages split into MSG_FRAGMENTER fragments;
- *   - faults: frame loss, exact duplicate fragments and partially
- *     overlapping IPv4 fragments (which strict reassembly must refuse).
+ *   - faults: frame loss, reordered IP fragments, exact duplicate
+ *     fragments and partially overlapping IPv4 fragments (which strict
+ *     reassembly must refuse).
  * Every UDP and TIPC payload carries the generator's verifiable header
  * (rxp_gen_verify), so a sink can prove each delivered one intact.
  */
@@ -28,6 +29,7 @@ struct rxp_workload_config {
 	double loss;         /* per frame (default 0.001) */
 	double dup_frag;     /* a fragment sent twice (default 0.001) */
 	double overlap_frag; /* an IPv4 fragment followed by an overlapping twin (default 0.0005) */
+	double reorder;      /* an IP fragment swapped with the frame after it (default 0.01) */
 	uint16_t udp_port;   /* destination of the UDP datagrams (default 9) */
 };
 

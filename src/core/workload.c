@@ -37,6 +37,8 @@ struct wl {
 	uint32_t tipc_seq;
 	struct frame pend[PENDING];
 	unsigned phead, pcount;
+	struct frame held; /* a fragment delayed past the next frame */
+	bool holding;
 };
 
 static uint64_t rnd(struct wl *w)
@@ -72,6 +74,10 @@ void rxp_workload_defaults(struct rxp_workload_config *c)
 		c->dup_frag = 0.001;
 	if (c->overlap_frag == 0)
 		c->overlap_frag = 0.0005;
+	if (c->reorder == 0)
+		c->reorder = 0.01;
+	if (c->reorder < 0)
+		c->reorder = 0;
 	if (c->loss < 0)
 		c->loss = 0;
 	if (c->dup_frag < 0)
@@ -188,6 +194,7 @@ static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 	struct wl *w = (struct wl *)s;
 
 	for (;;) {
+		struct frame *t0;
 		uint64_t pick;
 		int rc;
 
@@ -219,6 +226,16 @@ static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 		if (is_fragment(buf, *len)) {
 			struct frame *t;
 
+			/* Reordering, for IP fragments only: the TIPC link protocol
+			 * (not implemented) is what would put TIPC frames back in
+			 * order, so they are sent in order. */
+			if (!w->holding && chance(w, w->cfg.reorder)) {
+				memcpy(w->held.b, buf, *len);
+				w->held.len = *len;
+				w->holding = true;
+				continue;
+			}
+
 			if (chance(w, w->cfg.dup_frag) && (t = pend_push(w))) {
 				memcpy(t->b, buf, *len);
 				t->len = *len;
@@ -226,6 +243,10 @@ static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 			if (is_v4_fragment(buf, *len) && chance(w, w->cfg.overlap_frag) &&
 			    (t = pend_push(w)))
 				make_overlap(t, buf, *len);
+		}
+		if (w->holding && (t0 = pend_push(w))) {
+			*t0 = w->held;
+			w->holding = false;
 		}
 		w->emitted++;
 		return 0;
