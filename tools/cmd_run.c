@@ -96,7 +96,7 @@ static void usage(FILE *f)
 		"loss, reordering, duplicate and overlapping fragments, zero-length\n"
 		"descriptors), deterministic from --seed; every payload is verified.\n\n"
 		"  -w, --workers N     worker threads (default: online CPUs)\n"
-		"  -n, --frames N      frames the workload sends per queue (default 2000000)\n"
+		"  -n, --frames N      frames the workload sends (default 2000000)\n"
 		"  -d, --duration SEC  stop after SEC seconds (default: when input ends)\n"
 		"  -s, --seed N        workload seed (default 1)\n"
 		"      --pcap FILE     read a pcap/pcapng capture instead (time from its stamps)\n"

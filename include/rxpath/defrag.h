@@ -63,7 +63,10 @@
  *     room, walking from the oldest, but only queues that are less filled
  *     than the one the fragment joins would be after it (fill = bytes
  *     received / datagram length, the length taken as 65535 while the last
- *     fragment is missing); at most 64 queues are looked at per fragment.
+ *     fragment is missing), or that have stalled: gone quiet for more than
+ *     8 times their mean gap between fragments (and at least 1 ms), which
+ *     is what a queue that lost a fragment looks like however full it is;
+ *     at most 64 queues are looked at per fragment.
  *     So a fragment that completes or nearly completes a datagram is
  *     admitted at the expense of old, sparse queues (the FragmentSmack and
  *     loss residue), and a fresh sparse queue cannot push out a nearly

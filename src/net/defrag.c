@@ -19,6 +19,7 @@
 #include "net/defrag_internal.h"
 
 #define DFR_EVICT_SCAN 64
+#define DFR_STALL_MIN_NS 1000000ull /* a queue quiet for less is never stalled */
 
 static const char *const policy_names[RXP_DEFRAG_POLICY_MAX] = {
 	"strict", "first", "last", "bsd", "bsd-right", "linux", "windows", "solaris",
@@ -214,6 +215,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	memset(q, 0, sizeof(*q));
 	q->key = *k;
 	q->in_use = true;
+	q->first = q->last = now;
 	RB_INIT(&q->runs);
 	if (t->blockmem) {
 		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
@@ -288,10 +290,21 @@ static uint32_t queue_fill(const struct dfr_queue *q)
 	return fill_of(q->meat, q->len, q->flags & DFR_F_LAST);
 }
 
-/* Evict queues older and less filled than cand_fill (not keep) until need
- * bytes and, with want_q, a free queue are available. */
+/* A queue that has gone quiet for much longer than its fragments used to
+ * take to arrive has most likely lost one: it will sit until its timeout
+ * whatever its fill (the loss residue of thread 001). */
+static bool stalled(const struct dfr_queue *q, uint64_t now)
+{
+	uint64_t gap = q->nfrags > 1 ? (q->last - q->first) / (q->nfrags - 1) : 0;
+	uint64_t thresh = 8 * gap > DFR_STALL_MIN_NS ? 8 * gap : DFR_STALL_MIN_NS;
+
+	return now > q->last && now - q->last > thresh;
+}
+
+/* Evict older queues that are stalled or less filled than cand_fill (not
+ * keep) until need bytes and, with want_q, a free queue are available. */
 static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
-		      const struct dfr_queue *keep, uint32_t cand_fill)
+		      const struct dfr_queue *keep, uint32_t cand_fill, uint64_t now)
 {
 	unsigned scanned = 0;
 
@@ -302,7 +315,7 @@ static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
 				return true;
 			nx = TAILQ_NEXT(q, tq);
-			if (q == keep || queue_fill(q) >= cand_fill)
+			if (q == keep || (queue_fill(q) >= cand_fill && !stalled(q, now)))
 				continue;
 			t->c.evictions++;
 			t->c.ReasmFails++;
@@ -468,7 +481,7 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 		/* A fragment that completes its datagram leaves the table at
 		 * once with its queue, so it is always let in. */
 		if (!completes && (t->c.mem + need > t->cfg.mem_limit || (!q && !t->freeq)) &&
-		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
+		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST), now_ns)) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
 			frag_drop(t, pkt, q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
@@ -527,6 +540,7 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 		return NULL;
 	}
 	q->nfrags++;
+	q->last = now_ns > q->last ? now_ns : q->last;
 	q->mem += tsize;
 	t->c.mem += tsize;
 	if (t->c.mem > t->c.mem_high_water)

@@ -69,6 +69,7 @@ struct dfr_queue {
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
 	struct dfr_key key;
 	uint64_t expires;
+	uint64_t first, last;      /* when its first and latest fragments came */
 	struct dfr_tree runs;      /* strict */
 	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
 	struct dfr_cb *last_run;
