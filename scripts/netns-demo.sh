@@ -46,16 +46,30 @@ ip -n "$A" neigh add 10.77.0.2 lladdr "$MACB" dev "${PFX}0" nud permanent
 
 send() { # datagrams of SIZE bytes, numbered, from A to B port 9000
 	ip netns exec "$A" python3 - "$COUNT" "$SIZE" <<'PY'
-import os, socket, sys, time
+import os, socket, struct, sys, time
 n, size = int(sys.argv[1]), int(sys.argv[2])
 body = os.urandom(size - 16)
+M = (1 << 64) - 1
+def mix(h, w):
+    h = ((h ^ w) * 0x9e3779b97f4a7c15) & M
+    return h ^ (h >> 29)
+def phash(b, seq):
+    # the payload hash of src/dev/gen.c (payload_hash)
+    n = len(b)
+    h = [0xcbf29ce484222325 ^ seq, 0x84222325cbf29ce4 ^ n, 0x100000001b3, 0x2545f4914f6cdd1d]
+    w = [x[0] for x in struct.iter_unpack("<Q", b[: n - n % 8])]
+    q = len(w) // 4 * 4
+    for i in range(0, q, 4):
+        for k in range(4):
+            h[k] = mix(h[k], w[i + k])
+    for k, x in enumerate(w[q:]):
+        h[k] = mix(h[k], x)
+    t = mix(mix(mix(mix(h[0], h[1]), h[2]), h[3]), int.from_bytes(b[n - n % 8:], "little") ^ ((n % 8) << 56))
+    return (t ^ (t >> 32)) & 0xffffffff
 def payload(seq):
-    # rxpath's check header (magic, seq, length, FNV-1a of the rest), so
+    # rxpath's check header (magic, seq, length, hash of the rest), so
     # `rxpath run` verifies every datagram it delivers
-    h = 2166136261 ^ seq
-    for c in body:
-        h = ((h ^ c) * 16777619) & 0xffffffff
-    return b"RXPG" + seq.to_bytes(4, "big") + size.to_bytes(4, "big") + h.to_bytes(4, "big") + body
+    return b"RXPG" + seq.to_bytes(4, "big") + size.to_bytes(4, "big") + phash(body, seq).to_bytes(4, "big") + body
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
 msgs = [payload(i) for i in range(n)]

@@ -4,7 +4,7 @@
  * rxp_gen: a deterministic UDP traffic generator (IPv4 and IPv6, sizes in a
  * range, fragmentation at an MTU, frame loss), usable on its own. Every UDP
  * payload starts with a 16-byte header (magic, datagram sequence, length,
- * FNV-1a of the rest) that rxp_gen_verify() checks, and the UDP checksum is
+ * a 32-bit hash of the rest) that rxp_gen_verify() checks, and the UDP checksum is
  * valid, so a sink can prove each delivered datagram intact.
  *
  * rxp_sim: a NIC with nqueues receive rings (include/rxpath/ring.h). On each
@@ -56,7 +56,7 @@ void rxp_gen_get_stats(const struct rxp_gen *g, struct rxp_gen_stats *st);
 /* Check a UDP payload made by a generator: 0, or -EBADMSG. */
 int rxp_gen_verify(const uint8_t *payload, uint32_t len);
 /* Write a verifiable payload of len (>= RXP_GEN_HDR_LEN) bytes: the
- * header (magic, seq, len, FNV-1a) and pseudo-random bytes from x. Other
+ * header (magic, seq, len, hash) and pseudo-random bytes from x. Other
  * traffic sources (TIPC messages in `rxpath run`) use it so one check
  * covers every payload. */
 void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x);
