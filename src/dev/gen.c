@@ -163,26 +163,46 @@ int rxp_gen_verify(const uint8_t *p, uint32_t len)
 	return 0;
 }
 
+static inline uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 2685821657736338717ull;
+}
+
+/* Fill and hash in one pass: the same lanes and order as payload_hash (word
+ * j goes to lane j % 4). */
 void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x)
 {
-	uint32_t i = RXP_GEN_HDR_LEN;
+	uint8_t *b = p + RXP_GEN_HDR_LEN;
+	uint32_t n = len - RXP_GEN_HDR_LEN, i = 0;
+	uint64_t h[4] = { 0xcbf29ce484222325ull ^ seq, 0x84222325cbf29ce4ull ^ n,
+			  0x100000001b3ull, 0x2545f4914f6cdd1dull };
+	uint64_t w, t;
 
 	x |= 1; /* xorshift64* must not start at 0 */
-	for (; i + 8 <= len; i += 8) {
-		uint64_t w;
-
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		w = x * 2685821657736338717ull;
-		memcpy(p + i, &w, 8);
+	for (; i + 32 <= n; i += 32)
+		for (int k = 0; k < 4; k++) {
+			w = xorshift(&x);
+			memcpy(b + i + 8 * k, &w, 8);
+			h[k] = mix(h[k], w);
+		}
+	for (int k = 0; i + 8 <= n; i += 8, k++) {
+		w = xorshift(&x);
+		memcpy(b + i, &w, 8);
+		h[k] = mix(h[k], w);
 	}
-	for (; i < len; i++)
-		p[i] = (uint8_t)(x >> (8 * (i & 7)));
+	w = 0;
+	for (uint32_t r = 0; i + r < n; r++) {
+		b[i + r] = (uint8_t)(x >> (8 * r));
+		w |= (uint64_t)b[i + r] << (8 * r);
+	}
+	t = mix(mix(mix(mix(h[0], h[1]), h[2]), h[3]), w ^ ((uint64_t)(n - i) << 56));
 	put32(p, RXP_GEN_MAGIC);
 	put32(p + 4, seq);
 	put32(p + 8, len);
-	put32(p + 12, payload_hash(p + RXP_GEN_HDR_LEN, len - RXP_GEN_HDR_LEN, seq));
+	put32(p + 12, (uint32_t)(t ^ (t >> 32)));
 }
 
 uint32_t rxp_gen_payload_seq(const uint8_t *p)
