@@ -85,32 +85,45 @@ static inline unsigned rxp_ip_hlen(const struct rxp_iphdr *ip)
 	return (ip->ver_ihl & 0x0f) * 4u;
 }
 
-/* Ones'-complement sum of len bytes, folded into 32 bits (not inverted). */
+/* Ones'-complement sum of len bytes, folded into 32 bits (not inverted).
+ * Words are added 8 bytes at a time into 128-bit accumulators, whose carries
+ * are folded back at the end (an end-around carry sum). */
 static inline uint32_t rxp_csum_partial(const void *buf, size_t len, uint32_t sum)
 {
 	const uint8_t *p = buf;
-	uint64_t s = sum;
+	unsigned __int128 a = sum, b = 0;
+	uint64_t s, hi;
 
-	while (len >= 8) {
+	for (; len >= 16; p += 16, len -= 16) {
+		uint64_t w0, w1;
+
+		memcpy(&w0, p, 8);
+		memcpy(&w1, p + 8, 8);
+		a += w0;
+		b += w1;
+	}
+	a += b;
+	if (len >= 8) {
 		uint64_t w;
 
 		memcpy(&w, p, 8);
-		s += (w & 0xffffffffu) + (w >> 32);
+		a += w;
 		p += 8;
 		len -= 8;
 	}
-	while (len >= 2) {
-		uint16_t w;
+	if (len) {
+		uint64_t w = 0;
 
-		memcpy(&w, p, 2);
-		s += w;
-		p += 2;
-		len -= 2;
+		memcpy(&w, p, len); /* little-endian: bytes in place, zero-padded */
+		a += w;
 	}
-	if (len)
-		s += *p; /* little-endian host: the odd byte is the low half */
-	while (s >> 32)
-		s = (s & 0xffffffffu) + (s >> 32);
+	/* fold 128 -> 64 -> 32 bits, adding carries back in */
+	s = (uint64_t)a;
+	hi = (uint64_t)(a >> 64);
+	s += hi;
+	s += s < hi;
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
 	return (uint32_t)s;
 }
 

@@ -409,6 +409,31 @@ static void test_queue(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* rxp_csum_partial against the RFC 1071 definition, 16 bits at a time. */
+static void test_csum_partial_reference(void **state)
+{
+	struct rxpt_rng r;
+	uint8_t buf[300];
+
+	rxpt_rng_seed(&r, 42);
+	for (int iter = 0; iter < 20000; iter++) {
+		uint32_t len = (uint32_t)rxpt_rng_below(&r, sizeof(buf));
+		uint32_t init = (uint32_t)rxpt_rng_next(&r);
+		uint64_t ref = init;
+
+		for (uint32_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)(iter % 3 ? rxpt_rng_next(&r) : 0xff);
+		for (uint32_t i = 0; i + 1 < len; i += 2)
+			ref += (uint32_t)buf[i] | (uint32_t)buf[i + 1] << 8;
+		if (len & 1)
+			ref += buf[len - 1];
+		while (ref >> 32)
+			ref = (ref & 0xffffffffu) + (ref >> 32);
+		assert_int_equal(rxp_csum_fold(rxp_csum_partial(buf, len, init)),
+				 rxp_csum_fold((uint32_t)ref));
+	}
+}
+
 static void test_csum_odd_boundaries(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
@@ -447,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_exhaustion),
 		cmocka_unit_test(test_queue),
 		cmocka_unit_test(test_csum_odd_boundaries),
+		cmocka_unit_test(test_csum_partial_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
