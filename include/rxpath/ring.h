@@ -157,6 +157,12 @@ unsigned rxp_rxring_hw_free(const struct rxp_rxring *r);
  * is dropped and counted rx_no_buffer), -EINVAL for len 0. */
 int rxp_rxring_hw_write(struct rxp_rxring *r, const uint8_t *frame, uint32_t len, uint32_t rss,
 			uint32_t zl_mask);
+/* Hardware side, one descriptor at a time (a frame whose later buffers
+ * the NIC has not written yet): len bytes (0 allowed, <= buf_len) into the
+ * next posted buffer. -ENOBUFS when none is posted (nothing counted: the
+ * caller decides), -EINVAL when len > buf_len. */
+int rxp_rxring_hw_write_desc(struct rxp_rxring *r, const uint8_t *data, uint32_t len,
+			     uint32_t rss, bool eop);
 /* Buffers a frame of len bytes needs (without zero-length ones). */
 unsigned rxp_rxring_bufs_for(const struct rxp_rxring *r, uint32_t len);
 

@@ -234,6 +234,11 @@ unsigned rxp_rxring_refill(struct rxp_rxring *r)
 			b->off = 0;
 			b->bias = RXP_PP_BIAS_MAX;
 		}
+#ifdef RXP_DEBUG
+		/* Invariant 7: never a buffer of the frame in progress. */
+		assert(!r->checked ||
+		       (!b->handed && (i != r->first_desc || r->first_desc == r->ntc)));
+#endif
 		b->handed = 0;
 		d->addr = b->page->addr + b->off + r->headroom;
 		d->buf_len = r->buf_len;
@@ -564,6 +569,19 @@ static inline void hw_desc(struct rxp_rxring *r, uint32_t len, uint32_t rss, boo
 	d->flags = RXP_RXD_DD | (eop ? RXP_RXD_EOP : 0);
 	if (++r->hw_head == r->count)
 		r->hw_head = 0;
+}
+
+int rxp_rxring_hw_write_desc(struct rxp_rxring *r, const uint8_t *data, uint32_t len,
+			     uint32_t rss, bool eop)
+{
+	if (len > r->buf_len)
+		return -EINVAL;
+	if (!rxp_rxring_hw_free(r))
+		return -ENOBUFS;
+	if (len)
+		memcpy(r->desc[r->hw_head].addr, data, len);
+	hw_desc(r, len, rss, eop);
+	return 0;
 }
 
 int rxp_rxring_hw_write(struct rxp_rxring *r, const uint8_t *frame, uint32_t len, uint32_t rss,

@@ -301,6 +301,36 @@ static uint32_t rnd_len(void)
 	}
 }
 
+/* Hardware side, slowly: the frame's descriptors one at a time with clean
+ * calls in between, so the frame is in progress across clean calls (refill
+ * must leave its buffers alone). */
+static void hw_frame_slow(struct harness *h, uint32_t len, uint32_t seed)
+{
+	uint32_t bl = rxp_rxring_buf_len(h->r), pos = 0;
+	unsigned nb = rxp_rxring_bufs_for(h->r, len);
+
+	frame_bytes(h->a, len, seed);
+	/* Room for the whole frame now: the hardware never waits mid-frame
+	 * here, and the sent FIFO stays in order. */
+	if (nb + 1 > rxp_rxring_hw_free(h->r))
+		return;
+	h->sent[h->s_tail % FIFO] = (struct sent){ len, seed, nb <= RXP_MAX_FRAGS + 1 };
+	h->s_tail++;
+	h->frames++;
+	for (unsigned k = 0; k < nb; k++) {
+		uint32_t c = len - pos < bl ? len - pos : bl;
+
+		if (rxpt_rng_below(&rng, 8) == 0)
+			assert_int_equal(rxp_rxring_hw_write_desc(h->r, NULL, 0, seed, false), 0);
+		assert_int_equal(rxp_rxring_hw_write_desc(h->r, h->a + pos, c, seed, k == nb - 1), 0);
+		pos += c;
+		if (k != nb - 1 && rxpt_rng_below(&rng, 2) == 0) {
+			clean(h, 1 + (unsigned)rxpt_rng_below(&rng, 64));
+			frame_bytes(h->a, len, seed); /* clean's checks reuse h->a */
+		}
+	}
+}
+
 /* Hardware side: one frame, zero-length descriptors at random places. */
 static void hw_frame(struct harness *h, unsigned zl_per_256)
 {
@@ -312,6 +342,10 @@ static void hw_frame(struct harness *h, unsigned zl_per_256)
 			zl |= 1u << k;
 	if ((h->s_tail - h->s_head) >= FIFO - 1 || (h->p_tail - h->p_head) >= FIFO - 64)
 		return;
+	if (rxpt_rng_below(&rng, 16) == 0) {
+		hw_frame_slow(h, len, seed);
+		return;
+	}
 	frame_bytes(h->a, len, seed);
 	if (rxp_rxring_hw_write(h->r, h->a, len, seed, zl))
 		return;
