@@ -182,6 +182,11 @@ int rxp_pkt_copy_bits(const struct rxp_pkt *pkt, uint32_t off, void *to, uint32_
 const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off,
 				   uint32_t len, void *buf);
 
+/* Ones'-complement sum (unfolded, as rxp_csum_partial) of len bytes at off,
+ * across linear, frags and frag_list; segment boundaries at odd offsets are
+ * handled. -1 (all ones, never a partial sum's value here) if out of range. */
+int64_t rxp_pkt_csum(const struct rxp_pkt *pkt, uint32_t off, uint32_t len, uint32_t sum);
+
 /* A new packet sharing pkt's data (head and page references taken, frag_list
  * members cloned). Both are marked cloned. NULL when out of metadata. */
 struct rxp_pkt *rxp_pkt_clone(struct rxp_pkt *pkt);

@@ -14,6 +14,7 @@
 
 #include "rxpath/compiler.h"
 #include "rxpath/pkt.h"
+#include "rxpath/wire.h"
 #include "buf/pkt_internal.h"
 
 #define OFF_UNSET 0xffff
@@ -239,6 +240,68 @@ const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off, uint
 	if ((uint64_t)off + len <= rxp_pkt_headlen(pkt))
 		return pkt->data + off;
 	return rxp_pkt_copy_bits(pkt, off, buf, len) ? NULL : buf;
+}
+
+/* Add a block's partial sum that starts at byte offset pos of the whole:
+ * an odd start swaps the bytes of the block's sum (RFC 1071 property). */
+static uint32_t csum_add_at(uint32_t sum, uint32_t block, uint32_t pos)
+{
+	uint64_t s;
+
+	if (pos & 1)
+		block = ((block & 0x00ff00ffu) << 8) | ((block >> 8) & 0x00ff00ffu);
+	s = (uint64_t)sum + block;
+	return (uint32_t)((s & 0xffffffffu) + (s >> 32));
+}
+
+static void csum_walk(const struct rxp_pkt *pkt, uint32_t off, uint32_t len, uint32_t *sum,
+		      uint32_t *pos)
+{
+	uint32_t hl = rxp_pkt_headlen(pkt), n;
+
+	if (off < hl) {
+		n = hl - off < len ? hl - off : len;
+		*sum = csum_add_at(*sum, rxp_csum_partial(pkt->data + off, n, 0), *pos);
+		*pos += n;
+		len -= n;
+		off = 0;
+	} else {
+		off -= hl;
+	}
+	for (unsigned i = 0; len && i < pkt->nr_frags; i++) {
+		const struct rxp_frag *f = &pkt->frags[i];
+
+		if (off >= f->size) {
+			off -= f->size;
+			continue;
+		}
+		n = f->size - off < len ? f->size - off : len;
+		*sum = csum_add_at(*sum, rxp_csum_partial(f->page->addr + f->off + off, n, 0),
+				   *pos);
+		*pos += n;
+		len -= n;
+		off = 0;
+	}
+	for (const struct rxp_pkt *m = pkt->frag_list; len && m; m = m->next) {
+		if (off >= m->len) {
+			off -= m->len;
+			continue;
+		}
+		n = m->len - off < len ? m->len - off : len;
+		csum_walk(m, off, n, sum, pos);
+		len -= n;
+		off = 0;
+	}
+}
+
+int64_t rxp_pkt_csum(const struct rxp_pkt *pkt, uint32_t off, uint32_t len, uint32_t sum)
+{
+	uint32_t pos = 0;
+
+	if ((uint64_t)off + len > pkt->len)
+		return -1;
+	csum_walk(pkt, off, len, &sum, &pos);
+	return sum;
 }
 
 /* ---- reshaping ------------------------------------------------------------- */

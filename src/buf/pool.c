@@ -2,14 +2,20 @@
  * Fixed-size object pools with per-thread caches and deferred remote free.
  *
  * Layout: one aligned allocation of n slots; each slot is a 32-byte header
- * (owner thread, state, deferred-list link, allocation site) followed by the
- * object. Free objects live in exactly one place: a thread's cache, the
- * shared MPMC ring, or an owner's deferred list. Invariants:
+ * (owner thread; in RXP_DEBUG builds also state and allocation site)
+ * followed by the object. A free object is in exactly one place: a thread's
+ * cache, the shared MPMC ring, an owner's deferred ring, or a freeing
+ * thread's staging batch for that owner. Invariants:
  *   - only thread t touches caches[t] (no locks);
- *   - an object on defer[t] was allocated by t and is already released by its
- *     user; only t takes the list (all at once, so no ABA);
- *   - alloc - free per pool is the outstanding count; a slot's state says
- *     whether it is out, so a leak report can name each one.
+ *   - defer[t] holds only objects allocated by t, already released by their
+ *     user; other threads add batches, only t takes them out;
+ *   - the fast paths write nothing into the object: the owner field is
+ *     rewritten only when an object changes threads, so a remote free reads a
+ *     line that stays shared instead of bouncing (DPDK's mempool never
+ *     touches objects either, and this is what lets us match it);
+ *   - alloc - free summed over threads is the outstanding count; a leak
+ *     report finds the outstanding objects as those in none of the places
+ *     above (so it needs no per-object state in release builds).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,27 +31,30 @@
 #define STATE_FREE 0xf4eeu
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
+#define STAGE 64                 /* remote frees batched per owner */
 
 struct obj_hdr {
-	struct obj_hdr *next; /* deferred-list link while free */
-	uint16_t owner;       /* thread that allocated it */
-	uint16_t state;
-	uint32_t line;
+	uint16_t owner; /* thread that allocated it */
+	uint16_t state; /* RXP_DEBUG only */
+	uint32_t line;  /* RXP_DEBUG only */
 	const char *file;
-	uint64_t pad;
+	uint64_t pad[2];
 };
 _Static_assert(sizeof(struct obj_hdr) == 32, "object header keeps objects 32-byte aligned");
 
+struct stage {
+	uint32_t n;
+	void *objs[STAGE];
+};
+
 struct tcache {
 	uint32_t len;
+	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
+	struct stage *stage; /* [RXP_MAX_THREADS]: remote frees by owner */
+	uint64_t staged;     /* bit per owner with a non-empty stage */
 	/* Counted by the thread itself, read (relaxed) by anyone. */
 	uint64_t alloc, free, fail, deferred, overflow, drained;
-} __rxp_cache_aligned;
-
-struct defer_list {
-	_Atomic(struct obj_hdr *) head;
-	_Atomic uint32_t count;
 } __rxp_cache_aligned;
 
 struct rxp_pool {
@@ -58,12 +67,12 @@ struct rxp_pool {
 	unsigned defer_max;
 	uint8_t *mem;
 	void **cache_mem;
+	struct stage *stage_mem;
 	struct tcache caches[RXP_MAX_THREADS + 1]; /* [TID_NONE] counts only, atomically */
-	struct defer_list defer[RXP_MAX_THREADS];
-	struct rxp_mpmc *ring; /* last: it is large */
+	struct rxp_mpmc *defer[RXP_MAX_THREADS];
+	struct rxp_mpmc *ring;
 };
 
-#define STAT_ADD(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
 #define STAT_READ(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* ---- thread ids ---------------------------------------------------------- */
@@ -85,7 +94,7 @@ static void tid_key_init(void)
 	pthread_key_create(&tid_key, tid_release);
 }
 
-static unsigned tid_assign(void)
+__attribute__((noinline, cold)) static unsigned tid_assign(void)
 {
 	uint64_t used = atomic_load(&tid_bitmap);
 
@@ -105,11 +114,16 @@ static unsigned tid_assign(void)
 	}
 }
 
+static inline unsigned tid_fast(void)
+{
+	int t = my_tid;
+
+	return rxp_likely(t >= 0) ? (unsigned)t : tid_assign();
+}
+
 unsigned rxp_thread_id(void)
 {
-	if (rxp_likely(my_tid >= 0))
-		return (unsigned)my_tid;
-	return tid_assign();
+	return tid_fast();
 }
 
 /* ---- creation ------------------------------------------------------------ */
@@ -117,11 +131,6 @@ unsigned rxp_thread_id(void)
 static inline struct obj_hdr *hdr_of(void *obj)
 {
 	return (struct obj_hdr *)obj - 1;
-}
-
-static inline void *obj_of(struct obj_hdr *h)
-{
-	return h + 1;
 }
 
 static uint32_t pow2_at_least(uint32_t v)
@@ -133,17 +142,43 @@ static uint32_t pow2_at_least(uint32_t v)
 	return p;
 }
 
+static struct rxp_mpmc *mpmc_new(uint32_t capacity)
+{
+	uint32_t size = pow2_at_least(capacity);
+	struct rxp_mpmc *r = aligned_alloc(
+		RXP_CACHELINE,
+		RXP_ALIGN_UP(sizeof(struct rxp_mpmc) + size * sizeof(void *), (size_t)RXP_CACHELINE));
+
+	if (r) {
+		memset(r, 0, sizeof(*r));
+		r->mask = size - 1;
+		r->capacity = capacity;
+	}
+	return r;
+}
+
+static void pool_free_mem(struct rxp_pool *p)
+{
+	for (unsigned t = 0; t < RXP_MAX_THREADS; t++)
+		free(p->defer[t]);
+	free(p->ring);
+	free(p->mem);
+	free(p->cache_mem);
+	free(p->stage_mem);
+	free(p);
+}
+
 struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 {
 	struct rxp_pool *p;
-	uint32_t ring_size;
+	bool ok;
 
 	if (!cfg || !cfg->obj_size || !cfg->n || cfg->n > (1u << 30) ||
 	    (cfg->cache_size != RXP_POOL_NO_CACHE && cfg->cache_size > RXP_POOL_CACHE_MAX)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	p = aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*p), RXP_CACHELINE));
+	p = aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*p), (size_t)RXP_CACHELINE));
 	if (!p)
 		return NULL;
 	memset(p, 0, sizeof(*p));
@@ -158,62 +193,92 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->batch = p->cache_size > 1 ? p->cache_size / 2 : p->cache_size;
 	p->defer_max = cfg->defer_max ? cfg->defer_max : RXP_POOL_DEFER_MAX_DEFAULT;
 
-	ring_size = pow2_at_least(cfg->n);
-	p->ring = aligned_alloc(RXP_CACHELINE,
-				RXP_ALIGN_UP(sizeof(struct rxp_mpmc) + ring_size * sizeof(void *),
-					     (size_t)RXP_CACHELINE));
+	p->ring = mpmc_new(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
-	if (p->cache_size)
+	ok = p->ring && p->mem;
+	if (ok && p->cache_size) {
+		/* Untouched parts of these stay unbacked: only threads that use
+		 * the pool, and owners they free to, cost memory. */
 		p->cache_mem = calloc((size_t)RXP_MAX_THREADS * p->cache_size, sizeof(void *));
-	if (!p->ring || !p->mem || (p->cache_size && !p->cache_mem)) {
-		free(p->ring);
-		free(p->mem);
-		free(p->cache_mem);
-		free(p);
+		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * RXP_MAX_THREADS,
+				      sizeof(struct stage));
+		ok = p->cache_mem && p->stage_mem;
+		for (unsigned t = 0; ok && t < RXP_MAX_THREADS; t++) {
+			p->defer[t] = mpmc_new(p->defer_max);
+			ok = p->defer[t] != NULL;
+			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
+			p->caches[t].stage = p->stage_mem + (size_t)t * RXP_MAX_THREADS;
+			p->caches[t].cap = p->cache_size;
+		}
+	}
+	if (!ok) {
+		pool_free_mem(p);
 		errno = ENOMEM;
 		return NULL;
 	}
-	memset(p->ring, 0, sizeof(*p->ring));
-	p->ring->mask = ring_size - 1;
-	p->ring->capacity = cfg->n;
-	for (unsigned t = 0; t < RXP_MAX_THREADS && p->cache_size; t++)
-		p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
-
 	for (unsigned i = 0; i < cfg->n; i++) {
 		struct obj_hdr *h = (struct obj_hdr *)(p->mem + (size_t)i * p->stride);
-		void *obj = obj_of(h);
 
 		memset(h, 0, sizeof(*h));
+		h->owner = TID_NONE;
 		h->state = STATE_FREE;
 		if (cfg->obj_init)
-			cfg->obj_init(obj, i, cfg->obj_init_arg);
-		p->ring->slots[i] = obj;
+			cfg->obj_init(h + 1, i, cfg->obj_init_arg);
+		p->ring->slots[i] = h + 1;
 	}
 	atomic_store(&p->ring->prod_head, cfg->n);
 	atomic_store(&p->ring->prod_tail, cfg->n);
 	return p;
 }
 
-static size_t count_used(const struct rxp_pool *p)
+/* ---- leak accounting ------------------------------------------------------ */
+
+static unsigned obj_index(const struct rxp_pool *p, const void *obj)
 {
-	size_t used = 0;
+	return (unsigned)(((const uint8_t *)obj - p->mem) / p->stride);
+}
 
-	for (unsigned i = 0; i < p->n; i++) {
-		const struct obj_hdr *h = (const void *)(p->mem + (size_t)i * p->stride);
+static void mark_ring(const struct rxp_pool *p, const struct rxp_mpmc *r, uint8_t *isfree)
+{
+	uint32_t t = atomic_load(&r->cons_tail), h = atomic_load(&r->prod_tail);
 
-		used += h->state == STATE_USED;
+	for (; t != h; t++)
+		isfree[obj_index(p, r->slots[t & r->mask])] = 1;
+}
+
+/* Which objects are free: in the ring, a cache, a deferred ring or a stage.
+ * Only meaningful while no thread uses the pool. */
+static uint8_t *free_map(const struct rxp_pool *p)
+{
+	uint8_t *isfree = calloc(p->n, 1);
+
+	if (!isfree)
+		return NULL;
+	mark_ring(p, p->ring, isfree);
+	for (unsigned t = 0; t < RXP_MAX_THREADS && p->cache_size; t++) {
+		const struct tcache *c = &p->caches[t];
+
+		for (uint32_t i = 0; i < c->len; i++)
+			isfree[obj_index(p, c->objs[i])] = 1;
+		for (unsigned o = 0; o < RXP_MAX_THREADS; o++)
+			for (uint32_t i = 0; i < c->stage[o].n; i++)
+				isfree[obj_index(p, c->stage[o].objs[i])] = 1;
+		mark_ring(p, p->defer[t], isfree);
 	}
-	return used;
+	return isfree;
 }
 
 size_t rxp_pool_leak_report(const struct rxp_pool *p, FILE *out)
 {
+	uint8_t *isfree = free_map(p);
 	size_t used = 0;
 
+	if (!isfree)
+		return (size_t)rxp_pool_outstanding(p);
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct obj_hdr *h = (const void *)(p->mem + (size_t)i * p->stride);
 
-		if (h->state != STATE_USED)
+		if (isfree[i])
 			continue;
 		used++;
 		if (!out)
@@ -226,6 +291,7 @@ size_t rxp_pool_leak_report(const struct rxp_pool *p, FILE *out)
 				     "(build with RXP_DEBUG for the site)\n",
 				p->name, i, (const void *)(h + 1), h->owner);
 	}
+	free(isfree);
 	return used;
 }
 
@@ -235,7 +301,7 @@ size_t rxp_pool_destroy(struct rxp_pool *p)
 
 	if (!p)
 		return 0;
-	leaked = count_used(p);
+	leaked = rxp_pool_leak_report(p, NULL);
 	if (leaked) {
 		char *buf = NULL;
 		size_t len = 0;
@@ -250,10 +316,7 @@ size_t rxp_pool_destroy(struct rxp_pool *p)
 			free(buf);
 		}
 	}
-	free(p->ring);
-	free(p->mem);
-	free(p->cache_mem);
-	free(p);
+	pool_free_mem(p);
 	return leaked;
 }
 
@@ -270,87 +333,122 @@ static inline void mark_used(struct rxp_pool *p, void *obj, unsigned tid, const 
 			h->state);
 		abort();
 	}
+	h->state = STATE_USED;
 	h->file = file;
 	h->line = (uint32_t)line;
 #else
 	(void)p;
+	(void)h;
 	(void)file;
 	(void)line;
 #endif
-	h->owner = (uint16_t)tid;
-	h->state = STATE_USED;
+	(void)tid;
 }
 
-static void *get_uncached(struct rxp_pool *p, unsigned tid, const char *file, int line)
+/* Objects entering a thread's hands from the shared ring become its own.
+ * Everything in caches[t] already has owner t, so get never writes it. */
+static inline void adopt(void *const *objs, uint32_t n, unsigned tid)
 {
-	void *obj;
+	for (uint32_t i = 0; i < n; i++) {
+		struct obj_hdr *h = hdr_of(objs[i]);
 
-	if (!rxp_mpmc_dequeue(p->ring, &obj, 1, true)) {
-		__atomic_fetch_add(&p->caches[tid].fail, 1, __ATOMIC_RELAXED);
-		return NULL;
+		if (h->owner != tid) /* a write only on a change keeps the line shared */
+			h->owner = (uint16_t)tid;
 	}
-	mark_used(p, obj, tid, file, line);
-	__atomic_fetch_add(&p->caches[tid].alloc, 1, __ATOMIC_RELAXED);
-	return obj;
 }
 
-/* Refill an empty cache: deferred frees first (they are ours and warm),
- * then a batch from the ring. */
-static bool refill(struct rxp_pool *p, struct tcache *c, unsigned want)
-{
-	if (atomic_load_explicit(&p->defer[rxp_thread_id()].head, memory_order_relaxed))
-		rxp_pool_drain_deferred(p);
-	if (c->len < want)
-		c->len += rxp_mpmc_dequeue(p->ring, c->objs + c->len, p->batch + want - c->len,
-					   false);
-	return c->len >= want;
-}
+static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c);
 
-void *rxp_pool_get_at(struct rxp_pool *p, const char *file, int line)
+/* Slow path of get: uncached pool, thread past the limit, or empty cache. */
+__attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid, struct tcache *c, const char *file,
+		      int line)
 {
-	unsigned tid = rxp_thread_id();
-	struct tcache *c = &p->caches[tid];
 	void *obj;
 
-	if (rxp_unlikely(!p->cache_size || tid == TID_NONE))
-		return get_uncached(p, tid, file, line);
-	if (rxp_unlikely(c->len == 0) && !refill(p, c, 1)) {
-		STAT_ADD(c->fail, 1);
+	if (!c->cap) {
+		if (!rxp_mpmc_dequeue(p->ring, &obj, 1, true)) {
+			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
+		adopt(&obj, 1, tid);
+		mark_used(p, obj, tid, file, line);
+		__atomic_fetch_add(&c->alloc, 1, __ATOMIC_RELAXED);
+		return obj;
+	}
+	/* Our own deferred frees first (they are ours and warm), then the ring. */
+	drain(p, tid, c);
+	if (!c->len) {
+		c->len = rxp_mpmc_dequeue(p->ring, c->objs, p->batch ? p->batch : 1, false);
+		adopt(c->objs, c->len, tid);
+	}
+	if (!c->len) {
+		c->fail++;
 		return NULL;
 	}
 	obj = c->objs[--c->len];
 	mark_used(p, obj, tid, file, line);
-	STAT_ADD(c->alloc, 1);
+	c->alloc++;
+	return obj;
+}
+
+void *rxp_pool_get_at(struct rxp_pool *p, const char *file, int line)
+{
+	unsigned tid = tid_fast();
+	struct tcache *c = &p->caches[tid];
+	void *obj;
+
+	if (rxp_unlikely(c->len == 0))
+		return get_slow(p, tid, c, file, line);
+	obj = c->objs[--c->len];
+	mark_used(p, obj, tid, file, line);
+	c->alloc++;
 	return obj;
 }
 
 int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char *file, int line)
 {
-	unsigned tid = rxp_thread_id();
+	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
 	if (!n)
 		return 0;
-	if (!p->cache_size || tid == TID_NONE || n > p->cache_size) {
+	if (rxp_likely(c->len >= n)) {
+		c->len -= n;
+		memcpy(objs, c->objs + c->len, n * sizeof(void *));
+	} else if (c->cap && n <= c->cap) {
+		unsigned want = n - c->len + p->batch;
+
+		if (want > c->cap - c->len)
+			want = c->cap - c->len;
+		drain(p, tid, c);
+		if (c->len < n) {
+			uint32_t got = rxp_mpmc_dequeue(p->ring, c->objs + c->len, want, false);
+
+			adopt(c->objs + c->len, got, tid);
+			c->len += got;
+		}
+		if (c->len < n) {
+			c->fail++;
+			return -ENOMEM;
+		}
+		c->len -= n;
+		memcpy(objs, c->objs + c->len, n * sizeof(void *));
+	} else {
 		if (!rxp_mpmc_dequeue(p->ring, objs, n, true) &&
 		    (!c->len || (rxp_pool_flush_cache(p), !rxp_mpmc_dequeue(p->ring, objs, n, true)))) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}
-	} else {
-		if (rxp_unlikely(c->len < n) && !refill(p, c, n)) {
-			STAT_ADD(c->fail, 1);
-			return -ENOMEM;
-		}
-		c->len -= n;
-		memcpy(objs, c->objs + c->len, n * sizeof(void *));
+		adopt(objs, n, tid);
 	}
+#ifdef RXP_DEBUG
 	for (unsigned i = 0; i < n; i++)
 		mark_used(p, objs[i], tid, file, line);
-	if (tid == TID_NONE)
-		__atomic_fetch_add(&c->alloc, n, __ATOMIC_RELAXED);
+#endif
+	if (rxp_likely(tid != TID_NONE))
+		c->alloc += n;
 	else
-		STAT_ADD(c->alloc, n);
+		__atomic_fetch_add(&c->alloc, n, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -358,17 +456,18 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 
 static inline void mark_free(struct rxp_pool *p, void *obj)
 {
+#ifdef RXP_DEBUG
 	struct obj_hdr *h = hdr_of(obj);
 
-#ifdef RXP_DEBUG
-	if (h->state != STATE_USED || !rxp_pool_contains(p, obj)) {
+	if (!rxp_pool_contains(p, obj) || h->state != STATE_USED) {
 		rxp_log(RXP_LOG_ERR, "pool %s: double free or foreign object %p", p->name, obj);
 		abort();
 	}
+	h->state = STATE_FREE;
 #else
 	(void)p;
+	(void)obj;
 #endif
-	h->state = STATE_FREE;
 }
 
 static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
@@ -377,146 +476,141 @@ static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
 	rxp_mpmc_enqueue(p->ring, objs, n, true);
 }
 
-static void put_remote(struct rxp_pool *p, struct tcache *c, struct obj_hdr *h, bool counted)
+/* Hand a freeing thread's batch for one owner over: onto the owner's
+ * deferred ring, or, when that is at its cap, onto the shared ring. */
+static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned owner)
 {
-	struct defer_list *d = &p->defer[h->owner];
-	struct obj_hdr *head;
+	struct stage *s = &c->stage[owner];
 
-	if (atomic_load_explicit(&d->count, memory_order_relaxed) >= p->defer_max) {
-		void *obj = obj_of(h);
+	uint32_t done;
 
-		to_ring(p, &obj, 1);
-		if (counted)
-			STAT_ADD(c->overflow, 1);
-		else
-			__atomic_fetch_add(&c->overflow, 1, __ATOMIC_RELAXED);
+	c->staged &= ~(1ull << owner);
+	if (!s->n)
 		return;
+	done = rxp_mpmc_enqueue(p->defer[owner], s->objs, s->n, false);
+	c->deferred += done;
+	if (done < s->n) {
+		to_ring(p, s->objs + done, s->n - done);
+		c->overflow += s->n - done;
 	}
-	atomic_fetch_add_explicit(&d->count, 1, memory_order_relaxed);
-	head = atomic_load_explicit(&d->head, memory_order_relaxed);
-	do
-		h->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&d->head, &head, h, memory_order_release,
-						      memory_order_relaxed));
-	if (counted)
-		STAT_ADD(c->deferred, 1);
-	else
-		__atomic_fetch_add(&c->deferred, 1, __ATOMIC_RELAXED);
+	s->n = 0;
 }
 
-static inline void put_one(struct rxp_pool *p, unsigned tid, struct tcache *c, void *obj)
+__attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid, struct tcache *c, void *obj)
 {
-	struct obj_hdr *h = hdr_of(obj);
+	unsigned owner = hdr_of(obj)->owner;
 
-	mark_free(p, obj);
-	if (rxp_likely(h->owner == tid)) {
-		if (rxp_unlikely(c->len == p->cache_size)) {
-			/* Flush the older half; keep the warm top for LIFO reuse. */
-			to_ring(p, c->objs, p->batch);
-			memmove(c->objs, c->objs + p->batch,
-				(c->len - p->batch) * sizeof(void *));
-			c->len -= p->batch;
-		}
-		c->objs[c->len++] = obj;
-		return;
-	}
-	if (h->owner == TID_NONE) {
+	if (!c->cap || owner >= TID_NONE) {
+		/* no cache here, or an owner without one: the shared ring */
 		to_ring(p, &obj, 1);
-		return;
+	} else if (owner == tid) {
+		/* cache full: flush the older half, keep the warm top (LIFO) */
+		to_ring(p, c->objs, p->batch);
+		memmove(c->objs, c->objs + p->batch, (c->len - p->batch) * sizeof(void *));
+		c->len -= p->batch;
+		c->objs[c->len++] = obj;
+	} else {
+		struct stage *s = &c->stage[owner];
+
+		s->objs[s->n++] = obj;
+		c->staged |= 1ull << owner;
+		if (s->n == STAGE || s->n >= p->defer_max)
+			stage_flush(p, c, owner);
 	}
-	put_remote(p, c, h, true);
 }
 
 void rxp_pool_put(struct rxp_pool *p, void *obj)
 {
-	unsigned tid = rxp_thread_id();
+	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
-	if (rxp_unlikely(!p->cache_size || tid == TID_NONE)) {
-		mark_free(p, obj);
-		to_ring(p, &obj, 1);
+	mark_free(p, obj);
+	if (rxp_likely(hdr_of(obj)->owner == tid && c->len < c->cap))
+		c->objs[c->len++] = obj;
+	else
+		put_slow(p, tid, c, obj);
+	if (rxp_likely(tid != TID_NONE))
+		c->free++;
+	else
 		__atomic_fetch_add(&c->free, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	put_one(p, tid, c, obj);
-	STAT_ADD(c->free, 1);
 }
 
 void rxp_pool_put_bulk(struct rxp_pool *p, void *const *objs, unsigned n)
 {
-	unsigned tid = rxp_thread_id();
+	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
-	if (rxp_unlikely(!p->cache_size || tid == TID_NONE)) {
-		for (unsigned i = 0; i < n; i++)
-			mark_free(p, objs[i]);
-		to_ring(p, objs, n);
-		__atomic_fetch_add(&c->free, n, __ATOMIC_RELAXED);
-		return;
+	for (unsigned i = 0; i < n; i++) {
+		void *obj = objs[i];
+
+		mark_free(p, obj);
+		if (rxp_likely(hdr_of(obj)->owner == tid && c->len < c->cap))
+			c->objs[c->len++] = obj;
+		else
+			put_slow(p, tid, c, obj);
 	}
-	for (unsigned i = 0; i < n; i++)
-		put_one(p, tid, c, objs[i]);
-	STAT_ADD(c->free, n);
+	if (rxp_likely(tid != TID_NONE))
+		c->free += n;
+	else
+		__atomic_fetch_add(&c->free, n, __ATOMIC_RELAXED);
 }
 
 void rxp_pool_put_shared(struct rxp_pool *p, void *obj)
 {
-	unsigned tid = rxp_thread_id();
+	unsigned tid = tid_fast();
 
 	mark_free(p, obj);
 	to_ring(p, &obj, 1);
-	if (tid == TID_NONE)
-		__atomic_fetch_add(&p->caches[tid].free, 1, __ATOMIC_RELAXED);
+	if (tid != TID_NONE)
+		p->caches[tid].free++;
 	else
-		STAT_ADD(p->caches[tid].free, 1);
+		__atomic_fetch_add(&p->caches[tid].free, 1, __ATOMIC_RELAXED);
+}
+
+/* Take this thread's deferred ring into its cache (the rest to the ring),
+ * and hand over this thread's own staged remote frees. */
+static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c)
+{
+	struct rxp_mpmc *d = p->defer[tid];
+	unsigned n = 0, got;
+	void *spill[64];
+
+	while (rxp_unlikely(c->staged))
+		stage_flush(p, c, (unsigned)__builtin_ctzll(c->staged));
+	/* Only we consume d, so our cons_head is current: one shared read. */
+	if (atomic_load_explicit(&d->prod_tail, memory_order_relaxed) ==
+	    atomic_load_explicit(&d->cons_head, memory_order_relaxed))
+		return 0;
+	if (c->len < c->cap) {
+		got = rxp_mpmc_dequeue_sc(d, c->objs + c->len, c->cap - c->len);
+		c->len += got;
+		n += got;
+	}
+	while ((got = rxp_mpmc_dequeue_sc(d, spill, RXP_ARRAY_SIZE(spill)))) {
+		to_ring(p, spill, got);
+		n += got;
+	}
+	c->drained += n;
+	return n;
 }
 
 unsigned rxp_pool_drain_deferred(struct rxp_pool *p)
 {
-	unsigned tid = rxp_thread_id();
-	struct defer_list *d;
-	struct tcache *c;
-	struct obj_hdr *h;
-	void *spill[64];
-	unsigned n = 0, ns = 0;
+	unsigned tid = tid_fast();
 
-	if (tid == TID_NONE)
+	if (tid == TID_NONE || !p->cache_size)
 		return 0;
-	d = &p->defer[tid];
-	c = &p->caches[tid];
-	if (!atomic_load_explicit(&d->head, memory_order_relaxed))
-		return 0;
-	h = atomic_exchange_explicit(&d->head, NULL, memory_order_acquire);
-	while (h) {
-		struct obj_hdr *next = h->next;
-
-		if (c->len < p->cache_size) {
-			c->objs[c->len++] = obj_of(h);
-		} else {
-			spill[ns++] = obj_of(h);
-			if (ns == RXP_ARRAY_SIZE(spill)) {
-				to_ring(p, spill, ns);
-				ns = 0;
-			}
-		}
-		n++;
-		h = next;
-	}
-	if (ns)
-		to_ring(p, spill, ns);
-	atomic_fetch_sub_explicit(&d->count, n, memory_order_relaxed);
-	STAT_ADD(c->drained, n);
-	return n;
+	return drain(p, tid, &p->caches[tid]);
 }
 
 void rxp_pool_flush_cache(struct rxp_pool *p)
 {
-	unsigned tid = rxp_thread_id();
+	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
 	if (tid == TID_NONE || !p->cache_size)
 		return;
-	rxp_pool_drain_deferred(p);
+	drain(p, tid, c);
 	if (c->len)
 		to_ring(p, c->objs, c->len);
 	c->len = 0;

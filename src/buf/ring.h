@@ -18,10 +18,12 @@
 struct rxp_mpmc {
 	uint32_t mask;
 	uint32_t capacity;
+	/* Heads are written by their own side only; tails are what the other
+	 * side reads. Apart, so polling a tail does not steal the head's line. */
 	_Alignas(64) _Atomic uint32_t prod_head;
-	_Atomic uint32_t prod_tail;
+	_Alignas(64) _Atomic uint32_t prod_tail;
 	_Alignas(64) _Atomic uint32_t cons_head;
-	_Atomic uint32_t cons_tail;
+	_Alignas(64) _Atomic uint32_t cons_tail;
 	_Alignas(64) void *slots[];
 };
 
@@ -87,6 +89,22 @@ static inline uint32_t rxp_mpmc_dequeue(struct rxp_mpmc *r, void **objs, uint32_
 		objs[i] = r->slots[(head + i) & r->mask];
 	rxp_mpmc_wait_tail(&r->cons_tail, head);
 	atomic_store_explicit(&r->cons_tail, next, memory_order_release);
+	return n;
+}
+
+/* Dequeue for a ring with a single consumer (an owner's deferred ring):
+ * no CAS, as many as there are up to n. */
+static inline uint32_t rxp_mpmc_dequeue_sc(struct rxp_mpmc *r, void **objs, uint32_t n)
+{
+	uint32_t head = atomic_load_explicit(&r->cons_head, memory_order_relaxed);
+	uint32_t avail = atomic_load_explicit(&r->prod_tail, memory_order_acquire) - head;
+
+	if (n > avail)
+		n = avail;
+	for (uint32_t i = 0; i < n; i++)
+		objs[i] = r->slots[(head + i) & r->mask];
+	atomic_store_explicit(&r->cons_head, head + n, memory_order_relaxed);
+	atomic_store_explicit(&r->cons_tail, head + n, memory_order_release);
 	return n;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rxptest.h"
+#include "rxpath/wire.h"
 
 static struct rxp_pktpool *mkpool(void)
 {
@@ -408,6 +409,29 @@ static void test_queue(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+static void test_csum_odd_boundaries(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_pkt *p = mkpkt(pp, 13, 21);
+	uint8_t flat[600];
+
+	addfrag(p, 7, 21, 13);
+	addfrag(p, 100, 21, 20);
+	rxp_pkt_chain(p, mkpkt(pp, 33, 21 + 120 * 131u));
+	assert_int_equal(rxp_pkt_copy_bits(p, 0, flat, p->len), 0);
+	for (uint32_t off = 0; off < p->len; off += 3)
+		for (uint32_t len = 0; off + len <= p->len; len += 5) {
+			int64_t s = rxp_pkt_csum(p, off, len, 0);
+
+			assert_true(s >= 0);
+			assert_int_equal(rxp_csum_fold((uint32_t)s),
+					 rxp_csum_fold(rxp_csum_partial(flat + off, len, 0)));
+		}
+	assert_int_equal(rxp_pkt_csum(p, 100, p->len, 0), -1);
+	rxp_pkt_consume(p);
+	rxpt_pktpool_teardown(pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -422,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_build_and_drop_counts),
 		cmocka_unit_test(test_exhaustion),
 		cmocka_unit_test(test_queue),
+		cmocka_unit_test(test_csum_odd_boundaries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

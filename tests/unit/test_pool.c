@@ -124,6 +124,7 @@ static void *consumer(void *arg)
 		if (!any && atomic_load(&x->done_alloc))
 			break;
 	}
+	rxp_pool_drain_deferred(x->p); /* hand over staged remote frees, as a poll loop does */
 	atomic_store(&x->freed, freed);
 	return NULL;
 }
@@ -279,6 +280,8 @@ static void test_leak_report_catches_injected_leak(void **state)
 
 /* ---- packets freed on another thread go home through the deferred list ---- */
 
+static struct rxp_pktpool *pool_of_q;
+
 static void *free_pkts(void *arg)
 {
 	struct rxp_pkt_queue *q = arg;
@@ -286,6 +289,8 @@ static void *free_pkts(void *arg)
 
 	while ((p = rxp_pkt_dequeue(q)))
 		rxp_pkt_consume(p);
+	/* a worker's poll loop hands staged remote frees over like this */
+	rxp_pktpool_drain_deferred(pool_of_q);
 	return NULL;
 }
 
@@ -296,6 +301,7 @@ static void test_pkt_remote_free(void **state)
 	struct rxp_pktpool_stats st;
 	pthread_t t;
 
+	pool_of_q = pp;
 	rxp_pkt_queue_init(&q);
 	for (int i = 0; i < 100; i++) {
 		struct rxp_pkt *p = rxp_pkt_alloc(pp, 100);

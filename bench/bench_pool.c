@@ -1,0 +1,636 @@
+/*
+ * rxpath bench pool: the buffer layer against its peers, in one run.
+ *
+ *  1. get+put on one thread, single and bulk 32: rxpath pool (cache 256),
+ *     DPDK 22.11 rte_mempool (cache 256), glibc malloc, mimalloc, jemalloc;
+ *  2. allocate on thread A, free on thread B (handed over through the same
+ *     SPSC ring for every variant): rxpath deferred free, rxpath freeing
+ *     straight to the shared ring, DPDK mempool with cache, the mallocs, and
+ *     the handover alone;
+ *  3. thread 004's change: a same-thread free into the local cache vs into
+ *     the shared ring.
+ * Cycles per object (TSC), median of --runs; ratios against DPDK (rows 1, 2)
+ * or the shared-ring free (row 3). --instr adds callgrind instruction counts
+ * for the single-thread rows (stable on a noisy machine).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "benchlib.h"
+#include "rxpath/pool.h"
+
+#ifdef RXP_HAVE_DPDK
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+#endif
+
+#define OBJ_SIZE 2048
+#define NOBJ 8192
+#define BULK 32
+
+static struct rxp_pool *pool;
+static void *(*mi_malloc_fn)(size_t);
+static void (*mi_free_fn)(void *);
+static void *(*je_malloc_fn)(size_t);
+static void (*je_free_fn)(void *);
+#ifdef RXP_HAVE_DPDK
+static struct rte_mempool *mp;
+static int have_dpdk;
+#endif
+static volatile uintptr_t sink;
+
+/* ---- single-thread loops (noinline: callgrind toggles on them) ---------- */
+
+#define LOOP(name) __attribute__((noinline)) static void name(long n)
+
+LOOP(loop_rxp_single)
+{
+	for (long i = 0; i < n; i++) {
+		void *o = rxp_pool_get(pool);
+
+		sink += (uintptr_t)o;
+		rxp_pool_put(pool, o);
+	}
+}
+
+LOOP(loop_rxp_bulk)
+{
+	void *o[BULK];
+
+	for (long i = 0; i < n / BULK; i++) {
+		rxp_pool_get_bulk(pool, o, BULK);
+		sink += (uintptr_t)o[BULK - 1];
+		rxp_pool_put_bulk(pool, o, BULK);
+	}
+}
+
+LOOP(loop_rxp_put_shared)
+{
+	for (long i = 0; i < n; i++) {
+		void *o = rxp_pool_get(pool);
+
+		sink += (uintptr_t)o;
+		rxp_pool_put_shared(pool, o);
+	}
+}
+
+LOOP(loop_glibc)
+{
+	for (long i = 0; i < n; i++) {
+		void *o = malloc(OBJ_SIZE);
+
+		sink += (uintptr_t)o;
+		free(o);
+	}
+}
+
+LOOP(loop_glibc_bulk)
+{
+	void *o[BULK];
+
+	for (long i = 0; i < n / BULK; i++) {
+		for (int k = 0; k < BULK; k++)
+			o[k] = malloc(OBJ_SIZE);
+		sink += (uintptr_t)o[BULK - 1];
+		for (int k = 0; k < BULK; k++)
+			free(o[k]);
+	}
+}
+
+LOOP(loop_mimalloc)
+{
+	for (long i = 0; i < n; i++) {
+		void *o = mi_malloc_fn(OBJ_SIZE);
+
+		sink += (uintptr_t)o;
+		mi_free_fn(o);
+	}
+}
+
+LOOP(loop_mimalloc_bulk)
+{
+	void *o[BULK];
+
+	for (long i = 0; i < n / BULK; i++) {
+		for (int k = 0; k < BULK; k++)
+			o[k] = mi_malloc_fn(OBJ_SIZE);
+		sink += (uintptr_t)o[BULK - 1];
+		for (int k = 0; k < BULK; k++)
+			mi_free_fn(o[k]);
+	}
+}
+
+LOOP(loop_jemalloc)
+{
+	for (long i = 0; i < n; i++) {
+		void *o = je_malloc_fn(OBJ_SIZE);
+
+		sink += (uintptr_t)o;
+		je_free_fn(o);
+	}
+}
+
+#ifdef RXP_HAVE_DPDK
+LOOP(loop_dpdk_single)
+{
+	for (long i = 0; i < n; i++) {
+		void *o;
+
+		rte_mempool_get(mp, &o);
+		sink += (uintptr_t)o;
+		rte_mempool_put(mp, o);
+	}
+}
+
+LOOP(loop_dpdk_bulk)
+{
+	void *o[BULK];
+
+	for (long i = 0; i < n / BULK; i++) {
+		rte_mempool_get_bulk(mp, o, BULK);
+		sink += (uintptr_t)o[BULK - 1];
+		rte_mempool_put_bulk(mp, o, BULK);
+	}
+}
+#endif
+
+struct variant {
+	const char *group;
+	const char *name;
+	void (*loop)(long);
+	int needs; /* 0 none, 1 dpdk, 2 mimalloc, 3 jemalloc */
+	const char *baseline;
+};
+
+static const struct variant single_variants[] = {
+	{ "1 one thread, single", "dpdk mempool cache256", NULL, 1, NULL },
+	{ "1 one thread, single", "rxpath pool cache256", loop_rxp_single, 0, "dpdk mempool cache256" },
+	{ "1 one thread, single", "glibc malloc", loop_glibc, 0, "dpdk mempool cache256" },
+	{ "1 one thread, single", "mimalloc", loop_mimalloc, 2, "dpdk mempool cache256" },
+	{ "1 one thread, single", "jemalloc", loop_jemalloc, 3, "dpdk mempool cache256" },
+	{ "1 one thread, bulk32", "dpdk mempool cache256", NULL, 1, NULL },
+	{ "1 one thread, bulk32", "rxpath pool cache256", loop_rxp_bulk, 0, "dpdk mempool cache256" },
+	{ "1 one thread, bulk32", "glibc malloc", loop_glibc_bulk, 0, "dpdk mempool cache256" },
+	{ "1 one thread, bulk32", "mimalloc", loop_mimalloc_bulk, 2, "dpdk mempool cache256" },
+	{ "3 same-thread free (thread 004)", "free to shared ring", loop_rxp_put_shared, 0, NULL },
+	{ "3 same-thread free (thread 004)", "free to local cache", loop_rxp_single, 0,
+	  "free to shared ring" },
+};
+
+static void fix_dpdk_loops(struct variant *v, size_t n)
+{
+#ifdef RXP_HAVE_DPDK
+	for (size_t i = 0; i < n; i++)
+		if (v[i].needs == 1)
+			v[i].loop = strstr(v[i].group, "bulk") ? loop_dpdk_bulk : loop_dpdk_single;
+#else
+	(void)v;
+	(void)n;
+#endif
+}
+
+static int available(const struct variant *v)
+{
+	switch (v->needs) {
+#ifdef RXP_HAVE_DPDK
+	case 1:
+		return have_dpdk;
+#else
+	case 1:
+		return 0;
+#endif
+	case 2:
+		return mi_malloc_fn != NULL;
+	case 3:
+		return je_malloc_fn != NULL;
+	default:
+		return 1;
+	}
+}
+
+static double time_loop(void (*loop)(long), long n)
+{
+	loop(n / 10); /* warm caches */
+	uint64_t c0 = bench_cycles();
+	loop(n);
+	return (double)(bench_cycles() - c0) / (double)n;
+}
+
+/* ---- two threads: A allocates, B frees ---------------------------------- */
+
+#define SPSC 1024
+struct handover {
+	void *_Atomic slot[SPSC];
+	uint32_t head; /* A only */
+	uint32_t tail; /* B only */
+	long n;
+	int kind;
+	atomic_int go, done;
+};
+
+enum { X_HANDOFF, X_RXP_DEFER, X_RXP_SHARED, X_DPDK, X_GLIBC, X_MIMALLOC, X_JEMALLOC };
+static const char *const xnames[] = { "handover only (no alloc)", "rxpath deferred free",
+				      "rxpath free to shared ring", "dpdk mempool cache256",
+				      "glibc malloc", "mimalloc", "jemalloc" };
+
+static void x_free(int kind, void *o)
+{
+	switch (kind) {
+	case X_RXP_DEFER:
+		rxp_pool_put(pool, o);
+		break;
+	case X_RXP_SHARED:
+		rxp_pool_put_shared(pool, o);
+		break;
+#ifdef RXP_HAVE_DPDK
+	case X_DPDK:
+		rte_mempool_put(mp, o);
+		break;
+#endif
+	case X_GLIBC:
+		free(o);
+		break;
+	case X_MIMALLOC:
+		mi_free_fn(o);
+		break;
+	case X_JEMALLOC:
+		je_free_fn(o);
+		break;
+	default:
+		break;
+	}
+}
+
+static void *x_alloc(int kind)
+{
+	void *o = NULL;
+
+	switch (kind) {
+	case X_HANDOFF:
+		return (void *)(uintptr_t)0x1000;
+	case X_RXP_DEFER:
+	case X_RXP_SHARED:
+		while (!(o = rxp_pool_get(pool)))
+			rxp_pool_drain_deferred(pool);
+		return o;
+#ifdef RXP_HAVE_DPDK
+	case X_DPDK:
+		while (rte_mempool_get(mp, &o))
+			;
+		return o;
+#endif
+	case X_GLIBC:
+		return malloc(OBJ_SIZE);
+	case X_MIMALLOC:
+		return mi_malloc_fn(OBJ_SIZE);
+	case X_JEMALLOC:
+		return je_malloc_fn(OBJ_SIZE);
+	}
+	return NULL;
+}
+
+static int consumer(void *arg)
+{
+	struct handover *h = arg;
+	long freed = 0;
+
+	while (!atomic_load(&h->go))
+		;
+	while (freed < h->n) {
+		void *o = atomic_load_explicit(&h->slot[h->tail & (SPSC - 1)], memory_order_acquire);
+
+		if (!o) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		atomic_store_explicit(&h->slot[h->tail & (SPSC - 1)], NULL, memory_order_relaxed);
+		h->tail++;
+		x_free(h->kind, o);
+		freed++;
+	}
+	if (h->kind == X_RXP_DEFER)
+		rxp_pool_drain_deferred(pool); /* hand over staged frees, as a poll loop does */
+	atomic_store(&h->done, 1);
+	return 0;
+}
+
+static void *consumer_pthread(void *arg)
+{
+	bench_pin(1);
+	consumer(arg);
+	return NULL;
+}
+
+static double run_pair(int kind, long n)
+{
+	struct handover *h = calloc(1, sizeof(*h));
+	pthread_t t = 0;
+	uint64_t c0;
+	double r;
+
+	h->n = n;
+	h->kind = kind;
+#ifdef RXP_HAVE_DPDK
+	if (have_dpdk && rte_lcore_count() > 1)
+		rte_eal_remote_launch(consumer, h, rte_get_next_lcore(-1, 1, 0));
+	else
+#endif
+		pthread_create(&t, NULL, consumer_pthread, h);
+	atomic_store(&h->go, 1);
+	c0 = bench_cycles();
+	for (long i = 0; i < n; i++) {
+		void *o = x_alloc(kind);
+		void *_Atomic *s = &h->slot[h->head & (SPSC - 1)];
+
+		while (atomic_load_explicit(s, memory_order_relaxed))
+			__builtin_ia32_pause();
+		atomic_store_explicit(s, o, memory_order_release);
+		h->head++;
+		if (kind == X_RXP_DEFER && (i & 63) == 0)
+			rxp_pool_drain_deferred(pool); /* once per poll (budget 64) */
+	}
+	while (!atomic_load(&h->done))
+		__builtin_ia32_pause();
+	r = (double)(bench_cycles() - c0) / (double)n;
+#ifdef RXP_HAVE_DPDK
+	if (have_dpdk && rte_lcore_count() > 1)
+		rte_eal_mp_wait_lcore();
+	else
+#endif
+		pthread_join(t, NULL);
+	rxp_pool_drain_deferred(pool);
+	free(h);
+	return r;
+}
+
+/* ---- callgrind instruction counts --------------------------------------- */
+
+static long instr_count(const char *self, const char *loopname, long n)
+{
+	char cmd[2200], out[64] = "/tmp/rxpbench-cg.XXXXXX";
+	int fd = mkstemp(out);
+	long total = -1;
+	char line[512];
+	FILE *f;
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "valgrind --tool=callgrind --toggle-collect=%s --callgrind-out-file=%s '%s' "
+		 "--callgrind-one %s %ld >/dev/null 2>&1",
+		 loopname, out, self, loopname, n);
+	if (system(cmd) == 0 && (f = fopen(out, "r"))) {
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "totals:", 7) || !strncmp(line, "summary:", 8))
+				total = atol(strchr(line, ':') + 1);
+		fclose(f);
+	}
+	unlink(out);
+	return total;
+}
+
+static void load_allocators(void)
+{
+#ifdef RXP_MIMALLOC_LIB
+	void *h = dlopen(RXP_MIMALLOC_LIB, RTLD_NOW | RTLD_LOCAL);
+
+	if (h) {
+		mi_malloc_fn = (void *(*)(size_t))dlsym(h, "mi_malloc");
+		mi_free_fn = (void (*)(void *))dlsym(h, "mi_free");
+	}
+#endif
+#ifdef RXP_JEMALLOC_LIB
+	void *j = dlopen(RXP_JEMALLOC_LIB, RTLD_NOW | RTLD_LOCAL);
+
+	if (j) {
+		je_malloc_fn = (void *(*)(size_t))dlsym(j, "malloc");
+		je_free_fn = (void (*)(void *))dlsym(j, "free");
+	}
+#endif
+}
+
+static void setup_pools(int with_dpdk)
+{
+	struct rxp_pool_config pc = { .name = "bench", .obj_size = OBJ_SIZE, .n = NOBJ,
+				      .cache_size = 256 };
+
+	pool = rxp_pool_create(&pc);
+	if (!pool) {
+		perror("rxp_pool_create");
+		exit(1);
+	}
+#ifdef RXP_HAVE_DPDK
+	if (with_dpdk) {
+		char *eal[] = { "rxpath-bench-pool", "-l", "0-1", "--no-huge", "--no-pci",
+				"--no-shconf", "-m", "512", "--file-prefix", "rxpbenchpool",
+				"--log-level", "0", NULL };
+		int argc = 12;
+
+		if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+			eal[2] = "0";
+		if (rte_eal_init(argc, eal) >= 0) {
+			mp = rte_mempool_create("bench", NOBJ, OBJ_SIZE, 256, 0, NULL, NULL, NULL,
+						NULL, SOCKET_ID_ANY, 0);
+			have_dpdk = mp != NULL;
+		}
+		if (!have_dpdk)
+			fprintf(stderr, "bench pool: DPDK EAL or mempool unavailable; DPDK rows skipped\n");
+	}
+#else
+	(void)with_dpdk;
+#endif
+}
+
+static void teardown_pools(void)
+{
+	if (rxp_pool_outstanding(pool))
+		fprintf(stderr, "bench pool: %llu objects outstanding!\n",
+			(unsigned long long)rxp_pool_outstanding(pool));
+	rxp_pool_destroy(pool);
+#ifdef RXP_HAVE_DPDK
+	if (have_dpdk) {
+		rte_mempool_free(mp);
+		rte_eal_cleanup();
+		system("rm -rf /var/run/dpdk/rxpbenchpool");
+	}
+#endif
+}
+
+int main(int argc, char **argv)
+{
+	struct variant v[sizeof(single_variants) / sizeof(single_variants[0])];
+	size_t nv = sizeof(v) / sizeof(v[0]);
+	struct bench_table t = { .name = "pool" };
+	struct bench_opts o;
+	int instr = 0;
+	long n1, n2;
+
+	memcpy(v, single_variants, sizeof(v));
+	/* internal: run one loop under callgrind */
+	if (argc == 4 && !strcmp(argv[1], "--callgrind-one")) {
+		setup_pools(strstr(argv[2], "dpdk") != NULL);
+		load_allocators();
+		fix_dpdk_loops(v, nv);
+		long n = atol(argv[3]);
+		void (*fn)(long) = NULL;
+		static const struct {
+			const char *name;
+			void (*fn)(long);
+		} loops[] = {
+			{ "loop_rxp_single", loop_rxp_single },
+			{ "loop_rxp_bulk", loop_rxp_bulk },
+			{ "loop_rxp_put_shared", loop_rxp_put_shared },
+			{ "loop_glibc", loop_glibc },
+			{ "loop_glibc_bulk", loop_glibc_bulk },
+			{ "loop_mimalloc", loop_mimalloc },
+			{ "loop_mimalloc_bulk", loop_mimalloc_bulk },
+			{ "loop_jemalloc", loop_jemalloc },
+#ifdef RXP_HAVE_DPDK
+			{ "loop_dpdk_single", loop_dpdk_single },
+			{ "loop_dpdk_bulk", loop_dpdk_bulk },
+#endif
+		};
+		for (size_t i = 0; i < sizeof(loops) / sizeof(loops[0]); i++)
+			if (!strcmp(loops[i].name, argv[2]))
+				fn = loops[i].fn;
+		if (!fn)
+			return 2;
+		fn(n);
+		teardown_pools();
+		return 0;
+	}
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--instr")) {
+			instr = 1;
+			memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(char *));
+			argc--;
+			break;
+		}
+	bench_parse(argc, argv, &o, "pool",
+		    "Buffer pools: rxpath vs DPDK 22.11 rte_mempool vs glibc malloc, mimalloc and\n"
+		    "jemalloc; one thread, alloc/free across two threads, and same-thread free to\n"
+		    "the local cache vs the shared ring (thread 004). Cycles per object.\n"
+		    "  --instr      also callgrind instruction counts for the one-thread rows");
+	n1 = o.quick ? 200000 : 4000000;
+	n2 = o.quick ? 100000 : 1000000;
+	setup_pools(1);
+	load_allocators();
+	fix_dpdk_loops(v, nv);
+	bench_pin(0);
+
+	printf("pool benchmark: %d-byte objects, %d per pool, TSC %.2f GHz, %d runs each\n",
+	       OBJ_SIZE, NOBJ, bench_tsc_ghz(), o.runs);
+	/* Rows 1 and 3: interleave variants run by run, so drift hits all alike. */
+	{
+		double res[16][64];
+
+		for (int r = 0; r < o.runs; r++)
+			for (size_t i = 0; i < nv; i++)
+				if (available(&v[i]) && v[i].loop)
+					res[i][r] = time_loop(v[i].loop, n1);
+		for (size_t i = 0; i < nv; i++)
+			if (available(&v[i]) && v[i].loop)
+				bench_add(&t, v[i].group, v[i].name, "cycles/obj",
+					  bench_median(res[i], o.runs), 1, v[i].baseline);
+	}
+	/* Row 2 */
+	{
+		int kinds[] = { X_HANDOFF, X_DPDK, X_RXP_DEFER, X_RXP_SHARED, X_GLIBC, X_MIMALLOC,
+				X_JEMALLOC };
+		double res[8][64];
+		const char *g = "2 alloc on A, free on B";
+
+		for (int r = 0; r < o.runs; r++)
+			for (size_t k = 0; k < 7; k++) {
+				int kind = kinds[k];
+#ifdef RXP_HAVE_DPDK
+				if (kind == X_DPDK && !have_dpdk)
+					continue;
+#else
+				if (kind == X_DPDK)
+					continue;
+#endif
+				if ((kind == X_MIMALLOC && !mi_malloc_fn) ||
+				    (kind == X_JEMALLOC && !je_malloc_fn))
+					continue;
+				res[k][r] = run_pair(kind, n2);
+			}
+		for (size_t k = 0; k < 7; k++) {
+			int kind = kinds[k];
+#ifdef RXP_HAVE_DPDK
+			if (kind == X_DPDK && !have_dpdk)
+				continue;
+#else
+			if (kind == X_DPDK)
+				continue;
+#endif
+			if ((kind == X_MIMALLOC && !mi_malloc_fn) ||
+			    (kind == X_JEMALLOC && !je_malloc_fn))
+				continue;
+			bench_add(&t, g, xnames[kind], "cycles/obj", bench_median(res[k], o.runs), 1,
+				  kind == X_DPDK || kind == X_HANDOFF ? NULL
+									  : "dpdk mempool cache256");
+		}
+		/* the target is stated against glibc too */
+		for (size_t k = 0; k < 7; k++)
+			if (kinds[k] == X_RXP_DEFER)
+				bench_add(&t, "2 vs glibc malloc", "glibc malloc",
+					  "cycles/obj", bench_median(res[4], o.runs), 1, NULL),
+				bench_add(&t, "2 vs glibc malloc", "rxpath deferred free",
+					  "cycles/obj", bench_median(res[k], o.runs), 1,
+					  "glibc malloc");
+	}
+	{
+		struct rxp_pool_stats st;
+
+		rxp_pool_get_stats(pool, &st);
+		printf("rxpath pool after the run: %llu allocs, %llu deferred, %llu past the cap, "
+		       "%llu outstanding\n",
+		       (unsigned long long)st.alloc, (unsigned long long)st.deferred,
+		       (unsigned long long)st.defer_overflow, (unsigned long long)st.outstanding);
+	}
+	bench_report(&t, &o);
+	teardown_pools();
+
+	if (instr) {
+		struct bench_table ti = { .name = "pool_instr" };
+		char self[1024];
+		ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		long n = 100000;
+
+		if (len > 0) {
+			self[len] = 0;
+			printf("\ncallgrind instructions per object (%ld objects):\n", n);
+			static const struct {
+				const char *g, *name, *loop, *base;
+			} iv[] = {
+				{ "1 single", "dpdk mempool cache256", "loop_dpdk_single", NULL },
+				{ "1 single", "rxpath pool cache256", "loop_rxp_single", "dpdk mempool cache256" },
+				{ "1 single", "glibc malloc", "loop_glibc", "dpdk mempool cache256" },
+				{ "1 single", "mimalloc", "loop_mimalloc", "dpdk mempool cache256" },
+				{ "1 bulk32", "dpdk mempool cache256", "loop_dpdk_bulk", NULL },
+				{ "1 bulk32", "rxpath pool cache256", "loop_rxp_bulk", "dpdk mempool cache256" },
+				{ "3 same-thread free", "free to shared ring", "loop_rxp_put_shared", NULL },
+				{ "3 same-thread free", "free to local cache", "loop_rxp_single", "free to shared ring" },
+			};
+			for (size_t i = 0; i < sizeof(iv) / sizeof(iv[0]); i++) {
+				long ir = instr_count(self, iv[i].loop, n);
+
+				if (ir > 0)
+					bench_add(&ti, iv[i].g, iv[i].name, "instr/obj",
+						  (double)ir / (double)n, 1, iv[i].base);
+			}
+			bench_report(&ti, &o);
+		}
+	}
+	return 0;
+}
