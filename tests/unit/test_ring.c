@@ -312,7 +312,7 @@ static void hw_frame_slow(struct harness *h, uint32_t len, uint32_t seed)
 	frame_bytes(h->a, len, seed);
 	/* Room for the whole frame now: the hardware never waits mid-frame
 	 * here, and the sent FIFO stays in order. */
-	if (nb + 1 > rxp_rxring_hw_free(h->r))
+	if (2 * nb > rxp_rxring_hw_free(h->r)) /* zero-length ones included */
 		return;
 	h->sent[h->s_tail % FIFO] = (struct sent){ len, seed, nb <= RXP_MAX_FRAGS + 1 };
 	h->s_tail++;
