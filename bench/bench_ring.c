@@ -14,6 +14,8 @@
  *   - AF_XDP vs AF_PACKET receive rate over a veth pair, one kernel sender
  *     (an AF_PACKET socket blasting UDP frames in another namespace), same
  *     run. Needs root; skipped with a message otherwise.
+ * RXP_BENCH_RING_ONLY="<group> <variant>" runs one sim variant alone (for
+ * valgrind --tool=callgrind instruction counts per frame).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -164,7 +166,14 @@ static void variant(struct bench_table *t, const struct bench_opts *o, struct rx
 		    bool hold, const char *baseline, bool share)
 {
 	double mpps[64], cyc[64], fs[64];
+	const char *only = getenv("RXP_BENCH_RING_ONLY");
+	char full[128];
 
+	/* RXP_BENCH_RING_ONLY="64B xdp_drop no-touch" runs one variant (for
+	 * callgrind instruction counts). */
+	snprintf(full, sizeof(full), "%s %s", group, name);
+	if (only && strcmp(only, full))
+		return;
 	for (int i = 0; i < o->runs && i < 64; i++) {
 		struct result r = run(pp, prog, n, hold);
 
@@ -381,6 +390,8 @@ int rxp_bench_veth(struct bench_table *t, const struct bench_opts *o)
 	double rx[2][64], tx[2][64];
 	int orig = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 
+	if (getenv("RXP_BENCH_RING_ONLY"))
+		return 0;
 	if (geteuid() != 0) {
 		printf("# AF_XDP vs AF_PACKET over veth: skipped (needs root for namespaces)\n");
 		return 0;
