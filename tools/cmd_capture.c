@@ -115,6 +115,8 @@ static int capture_main(int argc, char **argv)
 
 		if (t - t0 > timeout || (last && t - last > idle))
 			break;
+		uint64_t before = got;
+
 		for (unsigned q = 0; q < nq; q++) {
 			struct rxp_pkt *pk[64];
 			unsigned want = count && count - got < 64 ? (unsigned)(count - got) : 64;
@@ -129,10 +131,10 @@ static int capture_main(int argc, char **argv)
 			if (n > 0) {
 				got += (uint64_t)n;
 				last = now_ms();
-			} else if (nq == 1) {
-				rxp_dev_wait(d, q, 10);
 			}
 		}
+		if (got == before && !eof)
+			rxp_dev_wait(d, 0, nq == 1 ? 10 : 1);
 	}
 	rxp_dev_get_stats(d, &st);
 	printf("frames %llu written %llu rx_dropped %llu rx_no_buffer %llu\n",

@@ -104,7 +104,7 @@ uint64_t rxp_dev_close(struct rxp_dev *d);
  * with the IP header. Non-IP frames hash to 0. */
 uint32_t rxp_rss_hash(const uint8_t *frame, uint32_t len, bool l2);
 /* Set pkt->protocol, network_off and hash from its bytes (devices that copy
- * frames into packets use it). l2 as above. */
+ * frames into packets use it). l2 as above. Does not consume pkt. */
 void rxp_dev_classify(struct rxp_pkt *pkt, bool l2);
 
 /* ---- wrappers --------------------------------------------------------- */
