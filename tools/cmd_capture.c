@@ -15,20 +15,19 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rxpath capture --iface IF --write FILE [options]\n"
-		"       rxpath capture --read FILE --write FILE [options]\n\n"
-		"Receive frames and write them to a pcap file.\n\n"
-		"  --iface IF       interface to receive on (needs root)\n"
-		"  --mode M         afpacket (default) or afxdp (copy mode)\n"
-		"  --read FILE      read a pcap/pcapng file instead (pcap device)\n"
-		"  --write FILE     pcap file to write (required)\n"
-		"  --count N        stop after N frames (default: no limit)\n"
-		"  --idle-ms MS     stop after MS ms without a frame once one arrived\n"
-		"                   (default 2000)\n"
-		"  --timeout-ms MS  stop after MS ms in all (default 30000)\n"
-		"  --queues N       queues to open (default 1)\n"
-		"Prints the frames written and the device counters.\n");
+	fprintf(f, "usage: rxpath capture --iface IF --write FILE [options]\n"
+		   "       rxpath capture --read FILE --write FILE [options]\n\n"
+		   "Receive frames and write them to a pcap file.\n\n"
+		   "  --iface IF       interface to receive on (needs root)\n"
+		   "  --mode M         afpacket (default) or afxdp (copy mode)\n"
+		   "  --read FILE      read a pcap/pcapng file instead (pcap device)\n"
+		   "  --write FILE     pcap file to write (required)\n"
+		   "  --count N        stop after N frames (default: no limit)\n"
+		   "  --idle-ms MS     stop after MS ms without a frame once one arrived\n"
+		   "                   (default 2000)\n"
+		   "  --timeout-ms MS  stop after MS ms in all (default 30000)\n"
+		   "  --queues N       queues to open (default 1)\n"
+		   "Prints the frames written and the device counters.\n");
 }
 
 static uint64_t now_ms(void)
@@ -41,17 +40,20 @@ static uint64_t now_ms(void)
 
 static int capture_main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "iface", required_argument, 0, 'i' },	  { "mode", required_argument, 0, 'm' },
-		{ "read", required_argument, 0, 'r' },	  { "write", required_argument, 0, 'w' },
-		{ "count", required_argument, 0, 'c' },	  { "idle-ms", required_argument, 0, 'I' },
-		{ "timeout-ms", required_argument, 0, 'T' }, { "queues", required_argument, 0, 'q' },
-		{ "help", no_argument, 0, 'h' },	  { 0, 0, 0, 0 }
-	};
+	static const struct option opts[] = {{"iface", required_argument, 0, 'i'},
+					     {"mode", required_argument, 0, 'm'},
+					     {"read", required_argument, 0, 'r'},
+					     {"write", required_argument, 0, 'w'},
+					     {"count", required_argument, 0, 'c'},
+					     {"idle-ms", required_argument, 0, 'I'},
+					     {"timeout-ms", required_argument, 0, 'T'},
+					     {"queues", required_argument, 0, 'q'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
 	const char *iface = NULL, *mode = "afpacket", *rd = NULL, *wr = NULL;
 	uint64_t count = 0, got = 0, idle = 2000, timeout = 30000, t0, last = 0;
 	unsigned nq = 1;
-	struct rxp_pktpool_config pc = { .name = "capture", .n_pkts = 4096 };
+	struct rxp_pktpool_config pc = {.name = "capture", .n_pkts = 4096};
 	struct rxp_pktpool *pp;
 	struct rxp_dev *d;
 	struct rxp_dev_stats st;
@@ -61,16 +63,36 @@ static int capture_main(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i': iface = optarg; break;
-		case 'm': mode = optarg; break;
-		case 'r': rd = optarg; break;
-		case 'w': wr = optarg; break;
-		case 'c': count = strtoull(optarg, NULL, 10); break;
-		case 'I': idle = strtoull(optarg, NULL, 10); break;
-		case 'T': timeout = strtoull(optarg, NULL, 10); break;
-		case 'q': nq = (unsigned)atoi(optarg); break;
-		case 'h': usage(stdout); return RXP_EXIT_OK;
-		default: usage(stderr); return RXP_EXIT_USAGE;
+		case 'i':
+			iface = optarg;
+			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'r':
+			rd = optarg;
+			break;
+		case 'w':
+			wr = optarg;
+			break;
+		case 'c':
+			count = strtoull(optarg, NULL, 10);
+			break;
+		case 'I':
+			idle = strtoull(optarg, NULL, 10);
+			break;
+		case 'T':
+			timeout = strtoull(optarg, NULL, 10);
+			break;
+		case 'q':
+			nq = (unsigned)atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return RXP_EXIT_OK;
+		default:
+			usage(stderr);
+			return RXP_EXIT_USAGE;
 		}
 	}
 	if (!wr || (!iface == !rd) || nq < 1 || nq > 64) {
@@ -83,11 +105,11 @@ static int capture_main(int argc, char **argv)
 	if (rd) {
 		d = rxp_pcap_open(rd, pp);
 	} else if (!strcmp(mode, "afxdp")) {
-		struct rxp_afxdp_config xc = { .ifname = iface, .nqueues = nq };
+		struct rxp_afxdp_config xc = {.ifname = iface, .nqueues = nq};
 
 		d = rxp_afxdp_open(&xc, pp);
 	} else if (!strcmp(mode, "afpacket")) {
-		struct rxp_afpacket_config ac = { .ifname = iface, .nqueues = nq };
+		struct rxp_afpacket_config ac = {.ifname = iface, .nqueues = nq};
 
 		d = rxp_afpacket_open(&ac, pp);
 	} else {

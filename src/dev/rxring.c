@@ -36,9 +36,9 @@
 
 struct rx_buf {
 	struct rxp_page *page;
-	uint32_t off;    /* slice start in the page */
-	uint32_t bias;   /* references the driver holds on page */
-	uint32_t pgcnt;  /* refcount sampled when the descriptor was read */
+	uint32_t off; /* slice start in the page */
+	uint32_t bias; /* references the driver holds on page */
+	uint32_t pgcnt; /* refcount sampled when the descriptor was read */
 	uint32_t handed; /* one reference went to the frame */
 #ifdef RXP_DEBUG
 	uint64_t put_seq;
@@ -74,12 +74,12 @@ static const struct {
 	enum rxp_drop_reason reason;
 	size_t field;
 } drop_fields[] = {
-	{ RXP_DROP_XDP_DROP, offsetof(struct rxp_rxring_stats, xdp_drop) },
-	{ RXP_DROP_XDP_ABORTED, offsetof(struct rxp_rxring_stats, xdp_aborted) },
-	{ RXP_DROP_RX_TOO_MANY_FRAGS, offsetof(struct rxp_rxring_stats, too_many_frags) },
-	{ RXP_DROP_RX_BAD_DESC, offsetof(struct rxp_rxring_stats, bad_desc) },
-	{ RXP_DROP_TX_RING_FULL, offsetof(struct rxp_rxring_stats, tx_full) },
-	{ RXP_DROP_RX_NO_BUFFER, offsetof(struct rxp_rxring_stats, rx_no_buffer) },
+	{RXP_DROP_XDP_DROP, offsetof(struct rxp_rxring_stats, xdp_drop)},
+	{RXP_DROP_XDP_ABORTED, offsetof(struct rxp_rxring_stats, xdp_aborted)},
+	{RXP_DROP_RX_TOO_MANY_FRAGS, offsetof(struct rxp_rxring_stats, too_many_frags)},
+	{RXP_DROP_RX_BAD_DESC, offsetof(struct rxp_rxring_stats, bad_desc)},
+	{RXP_DROP_TX_RING_FULL, offsetof(struct rxp_rxring_stats, tx_full)},
+	{RXP_DROP_RX_NO_BUFFER, offsetof(struct rxp_rxring_stats, rx_no_buffer)},
 };
 
 /* Frames dropped before they became packets are counted on the packet pool
@@ -139,7 +139,7 @@ void rxp_rxring_get_stats(const struct rxp_rxring *r, struct rxp_rxring_stats *s
 struct rxp_rxring *rxp_rxring_create(const struct rxp_rxring_config *cfg)
 {
 	struct rxp_rxring *r;
-	struct rxp_page_pool_config pc = { .name = "rxring" };
+	struct rxp_page_pool_config pc = {.name = "rxring"};
 	unsigned count = cfg->count ? cfg->count : 512;
 
 	if (!cfg->pp || count < 4 || count > 32768) {
@@ -592,8 +592,8 @@ static inline void hw_desc(struct rxp_rxring *r, uint32_t len, uint32_t rss, boo
 		r->hw_head = 0;
 }
 
-int rxp_rxring_hw_write_desc(struct rxp_rxring *r, const uint8_t *data, uint32_t len,
-			     uint32_t rss, bool eop)
+int rxp_rxring_hw_write_desc(struct rxp_rxring *r, const uint8_t *data, uint32_t len, uint32_t rss,
+			     bool eop)
 {
 	if (len > r->buf_len)
 		return -EINVAL;

@@ -16,7 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct rxp_pktpool_config pc = { .name = "fuzz", .n_pkts = 256, .n_bufs = 64, .n_large = 4 };
+	struct rxp_pktpool_config pc = {.name = "fuzz", .n_pkts = 256, .n_bufs = 64, .n_large = 4};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
 	int fd = memfd_create("fuzz.pcap", 0);
 	char path[64];
@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rxp_dev_close(d))
 			abort();
 		/* Round two: the same file replayed through the sim NIC. */
-		struct rxp_sim_config sc = { .nqueues = 2, .ring_size = 64, .pcap_path = path,
-					     .zero_len_rate = 0.1 };
+		struct rxp_sim_config sc = {
+			.nqueues = 2, .ring_size = 64, .pcap_path = path, .zero_len_rate = 0.1};
 
 		d = round == 0 ? rxp_sim_open(&sc, pp) : NULL;
 	}

@@ -48,25 +48,31 @@ static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
 	if (op & 0x40)
 		x->redirect = ctx;
 	switch (op & 7) {
-	case 0: return RXP_XDP_DROP;
-	case 1: return RXP_XDP_TX;
-	case 2: return RXP_XDP_REDIRECT;
-	case 3: return RXP_XDP_ABORTED;
-	case 4: return (enum rxp_xdp_action)99;
-	default: return RXP_XDP_PASS;
+	case 0:
+		return RXP_XDP_DROP;
+	case 1:
+		return RXP_XDP_TX;
+	case 2:
+		return RXP_XDP_REDIRECT;
+	case 3:
+		return RXP_XDP_ABORTED;
+	case 4:
+		return (enum rxp_xdp_action)99;
+	default:
+		return RXP_XDP_PASS;
 	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const uint32_t bufs[] = { 512, 2048, 3072, 2048 };
+	static const uint32_t bufs[] = {512, 2048, 3072, 2048};
 	static uint8_t frame[RXP_GEN_FRAME_MAX + 64];
-	struct in in = { data, size };
-	struct rxp_pktpool_config pc = { .name = "fuzz", .n_pkts = 256, .n_bufs = 64 };
+	struct in in = {data, size};
+	struct rxp_pktpool_config pc = {.name = "fuzz", .n_pkts = 256, .n_bufs = 64};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
 	struct rxp_txring *redir = rxp_txring_create(8);
-	struct rxp_rxring_config rc = { 0 };
+	struct rxp_rxring_config rc = {0};
 	struct rxp_rxring *r;
 	uint32_t cfg = take(&in, 2);
 

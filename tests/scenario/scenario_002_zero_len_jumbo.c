@@ -24,9 +24,12 @@ static enum rxp_xdp_action mixed(struct rxp_xdp_buff *x, void *ctx)
 	uint64_t *n = ctx;
 
 	switch ((*n)++ % 8) {
-	case 0: return RXP_XDP_DROP;
-	case 1: return RXP_XDP_TX;
-	default: return RXP_XDP_PASS;
+	case 0:
+		return RXP_XDP_DROP;
+	case 1:
+		return RXP_XDP_TX;
+	default:
+		return RXP_XDP_PASS;
 	}
 }
 
@@ -34,12 +37,12 @@ static uint8_t buf[RXP_GEN_FRAME_MAX];
 
 static void test_jumbo_zero_len_no_growth(void **state)
 {
-	struct rxp_pktpool_config pc = { .name = "s002", .n_pkts = 1024, .n_bufs = 64 };
+	struct rxp_pktpool_config pc = {.name = "s002", .n_pkts = 1024, .n_bufs = 64};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
-	struct rxp_gen_config gc = { .seed = 2, .count = 60000, .min_payload = 7000,
-				     .max_payload = 8972, .mtu = 9000 };
-	struct rxp_sim_config sc = { .ring_size = 512, .seed = 2, .zero_len_rate = 0.05,
-				     .gen = &gc, .xdp = mixed };
+	struct rxp_gen_config gc = {
+		.seed = 2, .count = 60000, .min_payload = 7000, .max_payload = 8972, .mtu = 9000};
+	struct rxp_sim_config sc = {
+		.ring_size = 512, .seed = 2, .zero_len_rate = 0.05, .gen = &gc, .xdp = mixed};
 	uint64_t n = 0, got = 0, max_out = 0;
 	struct rxp_dev_stats st;
 	struct rxp_dev *d;
