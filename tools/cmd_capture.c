@@ -16,11 +16,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rxpath capture --iface IF --write FILE [options]\n"
-		   "       rxpath capture --read FILE --write FILE [options]\n\n"
+		   "       rxpath capture --read FILE --write FILE [options]\n"
+		   "       rxpath capture --dev SPEC --write FILE [options]\n\n"
 		   "Receive frames and write them to a pcap file.\n\n"
 		   "  --iface IF       interface to receive on (needs root)\n"
 		   "  --mode M         afpacket (default) or afxdp (copy mode)\n"
 		   "  --read FILE      read a pcap/pcapng file instead (pcap device)\n"
+		   "  --dev SPEC       any device spec: 'sim:count=1000,max=8000',\n"
+		   "                   'fault:loss=0.01+afpacket:eth0,queues=2', ...\n"
 		   "  --write FILE     pcap file to write (required)\n"
 		   "  --count N        stop after N frames (default: no limit)\n"
 		   "  --idle-ms MS     stop after MS ms without a frame once one arrived\n"
@@ -48,9 +51,10 @@ static int capture_main(int argc, char **argv)
 					     {"idle-ms", required_argument, 0, 'I'},
 					     {"timeout-ms", required_argument, 0, 'T'},
 					     {"queues", required_argument, 0, 'q'},
+					     {"dev", required_argument, 0, 'd'},
 					     {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
-	const char *iface = NULL, *mode = "afpacket", *rd = NULL, *wr = NULL;
+	const char *iface = NULL, *mode = "afpacket", *rd = NULL, *wr = NULL, *spec = NULL;
 	uint64_t count = 0, got = 0, idle = 2000, timeout = 30000, t0, last = 0;
 	unsigned nq = 1;
 	struct rxp_pktpool_config pc = {.name = "capture", .n_pkts = 4096};
@@ -71,6 +75,9 @@ static int capture_main(int argc, char **argv)
 			break;
 		case 'r':
 			rd = optarg;
+			break;
+		case 'd':
+			spec = optarg;
 			break;
 		case 'w':
 			wr = optarg;
@@ -95,14 +102,18 @@ static int capture_main(int argc, char **argv)
 			return RXP_EXIT_USAGE;
 		}
 	}
-	if (!wr || (!iface == !rd) || nq < 1 || nq > 64) {
+	if (!wr || (!!iface + !!rd + !!spec) != 1 || nq < 1 || nq > 64) {
 		usage(stderr);
 		return RXP_EXIT_USAGE;
 	}
 	pp = rxp_pktpool_create(&pc);
 	if (!pp)
 		return RXP_EXIT_FAIL;
-	if (rd) {
+	if (spec) {
+		d = rxp_dev_open(spec, pp);
+		if (d)
+			nq = d->nqueues;
+	} else if (rd) {
 		d = rxp_pcap_open(rd, pp);
 	} else if (!strcmp(mode, "afxdp")) {
 		struct rxp_afxdp_config xc = {.ifname = iface, .nqueues = nq};
@@ -118,7 +129,10 @@ static int capture_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	if (!d) {
-		fprintf(stderr, "rxpath capture: cannot open %s: %s\n", rd ? rd : iface,
+		fprintf(stderr, "rxpath capture: cannot open %s: %s\n",
+			spec ? spec
+			: rd ? rd
+			     : iface,
 			strerror(errno));
 		rxp_pktpool_destroy(pp);
 		return RXP_EXIT_USAGE;

@@ -106,6 +106,15 @@ uint32_t rxp_rss_hash(const uint8_t *frame, uint32_t len, bool l2);
  * frames into packets use it). l2 as above. Does not consume pkt. */
 void rxp_dev_classify(struct rxp_pkt *pkt, bool l2);
 
+/* A device (and wrappers) from a spec string, e.g.
+ *   "sim:queues=2,count=100000,min=16,max=8000,v6=30,mtu=1500,loss=0.01,zl=0.01,seed=1"
+ *   "sim:replay=in.pcap,queues=4"   "pcap:in.pcapng"
+ *   "afpacket:eth0,queues=2"        "afxdp:veth0,queues=1"
+ *   "capture:out.pcap+fault:loss=0.01,dup=0.01,reorder=8,seed=3+sim:count=1000"
+ * Wrappers come first, separated by '+', outermost first (src/dev/open.c
+ * lists every key). NULL with errno set (EINVAL for a bad spec). */
+struct rxp_dev *rxp_dev_open(const char *spec, struct rxp_pktpool *pp);
+
 /* ---- wrappers --------------------------------------------------------- */
 
 struct rxp_fault_config {

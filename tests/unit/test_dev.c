@@ -345,6 +345,48 @@ static void test_pcap_raw_and_pcapng(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+static void test_dev_open_spec(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	char path[] = "/tmp/rxp_test_spec_XXXXXX", spec[256];
+	int fd = mkstemp(path);
+	struct rxp_dev *d;
+	struct rxp_dev_stats st;
+	uint64_t v = 0, n;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(spec, sizeof(spec),
+		 "capture:%s+fault:loss=0.05,dup=0.05,reorder=4,seed=2+sim:queues=2,count=500,"
+		 "max=3000,v6=50,zl=0.02,seed=4",
+		 path);
+	d = rxp_dev_open(spec, pp);
+	assert_non_null(d);
+	assert_int_equal(d->nqueues, 2);
+	n = drain(d, NULL, false, &v);
+	rxp_dev_get_stats(d, &st);
+	assert_int_equal(st.captured, n);
+	assert_true(st.fault_lost > 0 && st.fault_duplicated > 0);
+	assert_int_equal(rxp_dev_close(d), 0);
+	snprintf(spec, sizeof(spec), "pcap:%s", path);
+	d = rxp_dev_open(spec, pp);
+	assert_non_null(d);
+	assert_int_equal(drain(d, NULL, false, &v), n);
+	assert_int_equal(rxp_dev_close(d), 0);
+	snprintf(spec, sizeof(spec), "sim:replay=%s,queues=3", path);
+	d = rxp_dev_open(spec, pp);
+	assert_non_null(d);
+	assert_int_equal(drain(d, NULL, false, &v), n);
+	assert_int_equal(rxp_dev_close(d), 0);
+	unlink(path);
+	assert_null(rxp_dev_open("sim:bogus=1", pp));
+	assert_int_equal(errno, EINVAL);
+	assert_null(rxp_dev_open("fault:loss=x+sim", pp));
+	assert_null(rxp_dev_open("nosuch:thing", pp));
+	assert_null(rxp_dev_open("afpacket:", pp));
+	rxpt_pktpool_teardown(pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_fault_wrapper),
 		cmocka_unit_test(test_capture_and_pcap),
 		cmocka_unit_test(test_pcap_raw_and_pcapng),
+		cmocka_unit_test(test_dev_open_spec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
