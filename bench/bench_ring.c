@@ -14,6 +14,8 @@
  *   - AF_XDP vs AF_PACKET receive rate over a veth pair, one kernel sender
  *     (an AF_PACKET socket blasting UDP frames in another namespace), same
  *     run. Needs root; skipped with a message otherwise.
+ * RXP_BENCH_RING_ONLY="<group> <variant>" runs one sim variant alone (for
+ * valgrind --tool=callgrind instruction counts per frame).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -74,9 +76,10 @@ static enum rxp_xdp_action prog_read(struct rxp_xdp_buff *x, void *ctx)
 
 static void make_frames(uint32_t size)
 {
-	struct rxp_gen_config gc = { .seed = 1, .mtu = 9000,
-				     .min_payload = size > 42 ? size - 42 : 16,
-				     .max_payload = size > 42 ? size - 42 : 16 };
+	struct rxp_gen_config gc = {.seed = 1,
+				    .mtu = 9000,
+				    .min_payload = size > 42 ? size - 42 : 16,
+				    .max_payload = size > 42 ? size - 42 : 16};
 	struct rxp_gen *g = rxp_gen_create(&gc);
 
 	for (int i = 0; i < NFRAMES; i++) {
@@ -99,7 +102,7 @@ struct result {
  * burst before freeing them. */
 static struct result run(struct rxp_pktpool *pp, rxp_xdp_prog_fn prog, uint64_t n, bool hold)
 {
-	struct rxp_rxring_config rc = { .count = 512, .buf_size = 2048, .pp = pp, .xdp = prog };
+	struct rxp_rxring_config rc = {.count = 512, .buf_size = 2048, .pp = pp, .xdp = prog};
 	struct rxp_rxring *r = rxp_rxring_create(&rc);
 	struct rxp_pkt *out[BURST], *held[BURST];
 	unsigned nheld = 0, fi = 0;
@@ -164,7 +167,14 @@ static void variant(struct bench_table *t, const struct bench_opts *o, struct rx
 		    bool hold, const char *baseline, bool share)
 {
 	double mpps[64], cyc[64], fs[64];
+	const char *only = getenv("RXP_BENCH_RING_ONLY");
+	char full[128];
 
+	/* RXP_BENCH_RING_ONLY="64B xdp_drop no-touch" runs one variant (for
+	 * callgrind instruction counts). */
+	snprintf(full, sizeof(full), "%s %s", group, name);
+	if (only && strcmp(only, full))
+		return;
 	for (int i = 0; i < o->runs && i < 64; i++) {
 		struct result r = run(pp, prog, n, hold);
 
@@ -188,14 +198,15 @@ int rxp_bench_veth(struct bench_table *t, const struct bench_opts *o);
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
-	struct bench_table t = { .name = "ring" };
-	struct rxp_pktpool_config pc = { .name = "bench", .n_pkts = 4096, .n_bufs = 64 };
+	struct bench_table t = {.name = "ring"};
+	struct rxp_pktpool_config pc = {.name = "bench", .n_pkts = 4096, .n_bufs = 64};
 	struct rxp_pktpool *pp;
 	uint64_t n64, n9k;
 
-	bench_parse(argc, argv, &o, "ring",
-		    "sim NIC + rx ring: XDP_DROP Mpps and cycles/frame (64 B, 9000 B multi-buffer), "
-		    "page-pool fast-path share, AF_XDP vs AF_PACKET over veth");
+	bench_parse(
+		argc, argv, &o, "ring",
+		"sim NIC + rx ring: XDP_DROP Mpps and cycles/frame (64 B, 9000 B multi-buffer), "
+		"page-pool fast-path share, AF_XDP vs AF_PACKET over veth");
 	bench_pin(0);
 	pp = rxp_pktpool_create(&pc);
 	if (!pp)
@@ -205,16 +216,15 @@ int main(int argc, char **argv)
 
 	make_frames(64);
 	variant(&t, &o, pp, "64B", "xdp_drop no-touch", prog_drop, n64, false, NULL, false);
-	variant(&t, &o, pp, "64B", "xdp_drop read-data", prog_read, n64, false,
-		"xdp_drop no-touch", false);
+	variant(&t, &o, pp, "64B", "xdp_drop read-data", prog_read, n64, false, "xdp_drop no-touch",
+		false);
 	variant(&t, &o, pp, "64B", "pass+free", NULL, n64, false, "xdp_drop no-touch", false);
 	variant(&t, &o, pp, "64B", "pass+hold1burst", NULL, n64, true, "xdp_drop no-touch", true);
 	make_frames(9000);
 	variant(&t, &o, pp, "9000B", "xdp_drop no-touch", prog_drop, n9k, false, NULL, false);
 	variant(&t, &o, pp, "9000B", "xdp_drop read-data", prog_read, n9k, false,
 		"xdp_drop no-touch", false);
-	variant(&t, &o, pp, "9000B", "pass+hold1burst", NULL, n9k, true, "xdp_drop no-touch",
-		true);
+	variant(&t, &o, pp, "9000B", "pass+hold1burst", NULL, n9k, true, "xdp_drop no-touch", true);
 	rxp_bench_veth(&t, &o);
 	bench_report(&t, &o);
 	if (rxp_pktpool_destroy(pp))
@@ -257,13 +267,13 @@ static int enter_ns(const char *ns)
  * the count written to fd. */
 static void sender(int fd, const uint8_t *dmac, unsigned ms)
 {
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET};
 	uint8_t frame[64];
 	uint32_t len;
-	struct rxp_gen_config gc = { .seed = 7, .min_payload = 18, .max_payload = 18 };
+	struct rxp_gen_config gc = {.seed = 7, .min_payload = 18, .max_payload = 18};
 	struct rxp_gen *g = rxp_gen_create(&gc);
 	struct mmsghdr msgs[64];
-	struct iovec iov = { frame, 0 };
+	struct iovec iov = {frame, 0};
 	uint64_t sent = 0, t0;
 	int s, one = 1;
 
@@ -301,8 +311,8 @@ static void sender(int fd, const uint8_t *dmac, unsigned ms)
 static int veth_run(struct rxp_pktpool *pp, bool xdp, const uint8_t *dmac, unsigned ms,
 		    double *rx_mpps, double *tx_mpps)
 {
-	struct rxp_afxdp_config xc = { .ifname = "rxp3r0" };
-	struct rxp_afpacket_config ac = { .ifname = "rxp3r0", .nblocks = 64 };
+	struct rxp_afxdp_config xc = {.ifname = "rxp3r0"};
+	struct rxp_afpacket_config ac = {.ifname = "rxp3r0", .nblocks = 64};
 	struct rxp_dev *d = xdp ? rxp_afxdp_open(&xc, pp) : rxp_afpacket_open(&ac, pp);
 	uint64_t got = 0, sent = 0, t0, t1;
 	int pfd[2], status;
@@ -360,8 +370,8 @@ static int veth_setup(uint8_t *mac)
 	snprintf(cmd, sizeof(cmd), "ip -n %s -o link show rxp3r0 | grep -o 'ether [0-9a-f:]*'",
 		 ns_r);
 	f = popen(cmd, "r");
-	if (!f || fscanf(f, "ether %x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4],
-			 &m[5]) != 6) {
+	if (!f ||
+	    fscanf(f, "ether %x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) {
 		if (f)
 			pclose(f);
 		return -1;
@@ -374,19 +384,22 @@ static int veth_setup(uint8_t *mac)
 
 int rxp_bench_veth(struct bench_table *t, const struct bench_opts *o)
 {
-	struct rxp_pktpool_config pc = { .name = "veth", .n_pkts = 8192 };
+	struct rxp_pktpool_config pc = {.name = "veth", .n_pkts = 8192};
 	struct rxp_pktpool *pp;
 	uint8_t mac[6];
 	unsigned ms = o->quick ? 300 : 1000;
 	double rx[2][64], tx[2][64];
 	int orig = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 
+	if (getenv("RXP_BENCH_RING_ONLY"))
+		return 0;
 	if (geteuid() != 0) {
 		printf("# AF_XDP vs AF_PACKET over veth: skipped (needs root for namespaces)\n");
 		return 0;
 	}
 	if (veth_setup(mac)) {
-		printf("# AF_XDP vs AF_PACKET over veth: skipped (cannot create namespaces/veth)\n");
+		printf("# AF_XDP vs AF_PACKET over veth: skipped (cannot create "
+		       "namespaces/veth)\n");
 		veth_teardown();
 		return 0;
 	}
@@ -401,7 +414,8 @@ int rxp_bench_veth(struct bench_table *t, const struct bench_opts *o)
 		}
 	}
 	if (pp) {
-		bench_add(t, "veth 64B", "afpacket rx", "Mpps", bench_median(rx[0], o->runs), 0, NULL);
+		bench_add(t, "veth 64B", "afpacket rx", "Mpps", bench_median(rx[0], o->runs), 0,
+			  NULL);
 		bench_add(t, "veth 64B", "afxdp rx", "Mpps", bench_median(rx[1], o->runs), 0,
 			  "afpacket rx");
 		bench_add(t, "veth 64B", "sender (afpacket runs)", "Mpps",

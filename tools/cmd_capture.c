@@ -15,20 +15,22 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rxpath capture --iface IF --write FILE [options]\n"
-		"       rxpath capture --read FILE --write FILE [options]\n\n"
-		"Receive frames and write them to a pcap file.\n\n"
-		"  --iface IF       interface to receive on (needs root)\n"
-		"  --mode M         afpacket (default) or afxdp (copy mode)\n"
-		"  --read FILE      read a pcap/pcapng file instead (pcap device)\n"
-		"  --write FILE     pcap file to write (required)\n"
-		"  --count N        stop after N frames (default: no limit)\n"
-		"  --idle-ms MS     stop after MS ms without a frame once one arrived\n"
-		"                   (default 2000)\n"
-		"  --timeout-ms MS  stop after MS ms in all (default 30000)\n"
-		"  --queues N       queues to open (default 1)\n"
-		"Prints the frames written and the device counters.\n");
+	fprintf(f, "usage: rxpath capture --iface IF --write FILE [options]\n"
+		   "       rxpath capture --read FILE --write FILE [options]\n"
+		   "       rxpath capture --dev SPEC --write FILE [options]\n\n"
+		   "Receive frames and write them to a pcap file.\n\n"
+		   "  --iface IF       interface to receive on (needs root)\n"
+		   "  --mode M         afpacket (default) or afxdp (copy mode)\n"
+		   "  --read FILE      read a pcap/pcapng file instead (pcap device)\n"
+		   "  --dev SPEC       any device spec: 'sim:count=1000,max=8000',\n"
+		   "                   'fault:loss=0.01+afpacket:eth0,queues=2', ...\n"
+		   "  --write FILE     pcap file to write (required)\n"
+		   "  --count N        stop after N frames (default: no limit)\n"
+		   "  --idle-ms MS     stop after MS ms without a frame once one arrived\n"
+		   "                   (default 2000)\n"
+		   "  --timeout-ms MS  stop after MS ms in all (default 30000)\n"
+		   "  --queues N       queues to open (default 1)\n"
+		   "Prints the frames written and the device counters.\n");
 }
 
 static uint64_t now_ms(void)
@@ -41,17 +43,21 @@ static uint64_t now_ms(void)
 
 static int capture_main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "iface", required_argument, 0, 'i' },	  { "mode", required_argument, 0, 'm' },
-		{ "read", required_argument, 0, 'r' },	  { "write", required_argument, 0, 'w' },
-		{ "count", required_argument, 0, 'c' },	  { "idle-ms", required_argument, 0, 'I' },
-		{ "timeout-ms", required_argument, 0, 'T' }, { "queues", required_argument, 0, 'q' },
-		{ "help", no_argument, 0, 'h' },	  { 0, 0, 0, 0 }
-	};
-	const char *iface = NULL, *mode = "afpacket", *rd = NULL, *wr = NULL;
+	static const struct option opts[] = {{"iface", required_argument, 0, 'i'},
+					     {"mode", required_argument, 0, 'm'},
+					     {"read", required_argument, 0, 'r'},
+					     {"write", required_argument, 0, 'w'},
+					     {"count", required_argument, 0, 'c'},
+					     {"idle-ms", required_argument, 0, 'I'},
+					     {"timeout-ms", required_argument, 0, 'T'},
+					     {"queues", required_argument, 0, 'q'},
+					     {"dev", required_argument, 0, 'd'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	const char *iface = NULL, *mode = "afpacket", *rd = NULL, *wr = NULL, *spec = NULL;
 	uint64_t count = 0, got = 0, idle = 2000, timeout = 30000, t0, last = 0;
 	unsigned nq = 1;
-	struct rxp_pktpool_config pc = { .name = "capture", .n_pkts = 4096 };
+	struct rxp_pktpool_config pc = {.name = "capture", .n_pkts = 4096};
 	struct rxp_pktpool *pp;
 	struct rxp_dev *d;
 	struct rxp_dev_stats st;
@@ -61,33 +67,60 @@ static int capture_main(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i': iface = optarg; break;
-		case 'm': mode = optarg; break;
-		case 'r': rd = optarg; break;
-		case 'w': wr = optarg; break;
-		case 'c': count = strtoull(optarg, NULL, 10); break;
-		case 'I': idle = strtoull(optarg, NULL, 10); break;
-		case 'T': timeout = strtoull(optarg, NULL, 10); break;
-		case 'q': nq = (unsigned)atoi(optarg); break;
-		case 'h': usage(stdout); return RXP_EXIT_OK;
-		default: usage(stderr); return RXP_EXIT_USAGE;
+		case 'i':
+			iface = optarg;
+			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'r':
+			rd = optarg;
+			break;
+		case 'd':
+			spec = optarg;
+			break;
+		case 'w':
+			wr = optarg;
+			break;
+		case 'c':
+			count = strtoull(optarg, NULL, 10);
+			break;
+		case 'I':
+			idle = strtoull(optarg, NULL, 10);
+			break;
+		case 'T':
+			timeout = strtoull(optarg, NULL, 10);
+			break;
+		case 'q':
+			nq = (unsigned)atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return RXP_EXIT_OK;
+		default:
+			usage(stderr);
+			return RXP_EXIT_USAGE;
 		}
 	}
-	if (!wr || (!iface == !rd) || nq < 1 || nq > 64) {
+	if (!wr || (!!iface + !!rd + !!spec) != 1 || nq < 1 || nq > 64) {
 		usage(stderr);
 		return RXP_EXIT_USAGE;
 	}
 	pp = rxp_pktpool_create(&pc);
 	if (!pp)
 		return RXP_EXIT_FAIL;
-	if (rd) {
+	if (spec) {
+		d = rxp_dev_open(spec, pp);
+		if (d)
+			nq = d->nqueues;
+	} else if (rd) {
 		d = rxp_pcap_open(rd, pp);
 	} else if (!strcmp(mode, "afxdp")) {
-		struct rxp_afxdp_config xc = { .ifname = iface, .nqueues = nq };
+		struct rxp_afxdp_config xc = {.ifname = iface, .nqueues = nq};
 
 		d = rxp_afxdp_open(&xc, pp);
 	} else if (!strcmp(mode, "afpacket")) {
-		struct rxp_afpacket_config ac = { .ifname = iface, .nqueues = nq };
+		struct rxp_afpacket_config ac = {.ifname = iface, .nqueues = nq};
 
 		d = rxp_afpacket_open(&ac, pp);
 	} else {
@@ -96,7 +129,10 @@ static int capture_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	if (!d) {
-		fprintf(stderr, "rxpath capture: cannot open %s: %s\n", rd ? rd : iface,
+		fprintf(stderr, "rxpath capture: cannot open %s: %s\n",
+			spec ? spec
+			: rd ? rd
+			     : iface,
 			strerror(errno));
 		rxp_pktpool_destroy(pp);
 		return RXP_EXIT_USAGE;
@@ -115,6 +151,8 @@ static int capture_main(int argc, char **argv)
 
 		if (t - t0 > timeout || (last && t - last > idle))
 			break;
+		uint64_t before = got;
+
 		for (unsigned q = 0; q < nq; q++) {
 			struct rxp_pkt *pk[64];
 			unsigned want = count && count - got < 64 ? (unsigned)(count - got) : 64;
@@ -129,10 +167,10 @@ static int capture_main(int argc, char **argv)
 			if (n > 0) {
 				got += (uint64_t)n;
 				last = now_ms();
-			} else if (nq == 1) {
-				rxp_dev_wait(d, q, 10);
 			}
 		}
+		if (got == before && !eof)
+			rxp_dev_wait(d, 0, nq == 1 ? 10 : 1);
 	}
 	rxp_dev_get_stats(d, &st);
 	printf("frames %llu written %llu rx_dropped %llu rx_no_buffer %llu\n",

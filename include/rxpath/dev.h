@@ -38,7 +38,7 @@ struct rxp_dev;
 
 struct rxp_dev_stats {
 	uint64_t rx_packets, rx_bytes;
-	uint64_t rx_dropped;   /* frames lost inside the device, all reasons */
+	uint64_t rx_dropped; /* frames lost inside the device, all reasons */
 	uint64_t rx_no_buffer; /* no posted buffer / kernel ring drops */
 	uint64_t tx_packets, tx_bytes, tx_dropped;
 	uint64_t xdp_pass, xdp_drop, xdp_tx, xdp_redirect, xdp_aborted;
@@ -72,12 +72,11 @@ struct rxp_dev {
 	char name[64];
 	unsigned nqueues;
 	struct rxp_pktpool *pp; /* where received packets come from */
-	struct rxp_dev *inner;  /* wrappers: the device wrapped (owned) */
+	struct rxp_dev *inner; /* wrappers: the device wrapped (owned) */
 	void *priv;
 };
 
-static inline int rxp_dev_rx_burst(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts,
-				   unsigned n)
+static inline int rxp_dev_rx_burst(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
 {
 	return d->ops->rx_burst(d, q, pkts, n);
 }
@@ -104,18 +103,27 @@ uint64_t rxp_dev_close(struct rxp_dev *d);
  * with the IP header. Non-IP frames hash to 0. */
 uint32_t rxp_rss_hash(const uint8_t *frame, uint32_t len, bool l2);
 /* Set pkt->protocol, network_off and hash from its bytes (devices that copy
- * frames into packets use it). l2 as above. */
+ * frames into packets use it). l2 as above. Does not consume pkt. */
 void rxp_dev_classify(struct rxp_pkt *pkt, bool l2);
+
+/* A device (and wrappers) from a spec string, e.g.
+ *   "sim:queues=2,count=100000,min=16,max=8000,v6=30,mtu=1500,loss=0.01,zl=0.01,seed=1"
+ *   "sim:replay=in.pcap,queues=4"   "pcap:in.pcapng"
+ *   "afpacket:eth0,queues=2"        "afxdp:veth0,queues=1"
+ *   "capture:out.pcap+fault:loss=0.01,dup=0.01,reorder=8,seed=3+sim:count=1000"
+ * Wrappers come first, separated by '+', outermost first (src/dev/open.c
+ * lists every key). NULL with errno set (EINVAL for a bad spec). */
+struct rxp_dev *rxp_dev_open(const char *spec, struct rxp_pktpool *pp);
 
 /* ---- wrappers --------------------------------------------------------- */
 
 struct rxp_fault_config {
 	uint64_t seed;
-	double loss;        /* probability a received packet is dropped */
-	double duplicate;   /* probability it is delivered twice (a copy) */
+	double loss; /* probability a received packet is dropped */
+	double duplicate; /* probability it is delivered twice (a copy) */
 	unsigned reorder_window; /* hold up to this many (<= 64) and release
 				  * in random order; 0 or 1: keep order */
-	double tx_loss;     /* probability a sent packet is dropped */
+	double tx_loss; /* probability a sent packet is dropped */
 };
 /* Wraps inner (taking ownership, also on failure: then inner is closed). */
 struct rxp_dev *rxp_fault_wrap(struct rxp_dev *inner, const struct rxp_fault_config *cfg);
@@ -149,19 +157,19 @@ int rxp_pcap_writer_close(struct rxp_pcap_writer *w);
 
 struct rxp_afpacket_config {
 	const char *ifname;
-	unsigned nqueues;     /* sockets in the fanout group (default 1) */
-	uint32_t block_size;  /* TPACKET_V3 block (default 1 MiB) */
-	uint32_t nblocks;     /* per socket (default 8) */
-	uint16_t fanout_id;   /* 0: derived from the pid */
+	unsigned nqueues; /* sockets in the fanout group (default 1) */
+	uint32_t block_size; /* TPACKET_V3 block (default 1 MiB) */
+	uint32_t nblocks; /* per socket (default 8) */
+	uint16_t fanout_id; /* 0: derived from the pid */
 };
 struct rxp_dev *rxp_afpacket_open(const struct rxp_afpacket_config *cfg, struct rxp_pktpool *pp);
 
 struct rxp_afxdp_config {
 	const char *ifname;
-	unsigned nqueues;    /* queue ids 0..n-1 (default 1) */
-	uint32_t ring_size;  /* rx/fill/tx/completion (default 2048) */
-	uint32_t n_frames;   /* UMEM frames per queue (default 4096) */
-	bool zero_copy;      /* default: copy mode */
+	unsigned nqueues; /* queue ids 0..n-1 (default 1) */
+	uint32_t ring_size; /* rx/fill/tx/completion (default 2048) */
+	uint32_t n_frames; /* UMEM frames per queue (default 4096) */
+	bool zero_copy; /* default: copy mode */
 };
 struct rxp_dev *rxp_afxdp_open(const struct rxp_afxdp_config *cfg, struct rxp_pktpool *pp);
 

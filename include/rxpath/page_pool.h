@@ -38,7 +38,7 @@ struct rxp_page_pool;
 struct rxp_page_pool_config {
 	const char *name;
 	uint32_t page_size; /* bytes per page (default 4096; multiple of 64) */
-	uint32_t n_pages;   /* pages in the backing store (default 1024) */
+	uint32_t n_pages; /* pages in the backing store (default 1024) */
 	uint32_t ring_size; /* return ring (default 1024, at most 32768) */
 };
 

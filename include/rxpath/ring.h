@@ -56,7 +56,7 @@ enum rxp_xdp_action {
  * inside [data_hard_start, data_hard_start + frame_sz). frags/nr_frags are
  * meaningful only when mb is set: read them only then. */
 struct rxp_xdp_buff {
-	struct rxp_page *page;              /* the linear part's page (one reference) */
+	struct rxp_page *page; /* the linear part's page (one reference) */
 	uint8_t *data_hard_start;
 	uint8_t *data;
 	uint8_t *data_end;
@@ -65,8 +65,8 @@ struct rxp_xdp_buff {
 	uint8_t nr_frags;
 	uint16_t queue;
 	uint32_t rss_hash;
-	uint32_t frags_len;                 /* bytes in frags (mb only) */
-	struct rxp_txring *redirect;        /* REDIRECT target; NULL: the ring's own TX */
+	uint32_t frags_len; /* bytes in frags (mb only) */
+	struct rxp_txring *redirect; /* REDIRECT target; NULL: the ring's own TX */
 	struct rxp_frag frags[RXP_MAX_FRAGS]; /* one page reference each (mb only) */
 };
 
@@ -90,30 +90,30 @@ int rxp_xdp_adjust_tail(struct rxp_xdp_buff *xdp, int delta);
 #define RXP_RXD_EOP 0x2
 
 struct rxp_rx_desc {
-	uint8_t *addr;    /* written at refill: where the hardware writes */
+	uint8_t *addr; /* written at refill: where the hardware writes */
 	uint32_t buf_len; /* written at refill: room at addr */
-	uint32_t len;     /* written back by the hardware */
-	uint32_t rss;     /* written back */
-	uint32_t flags;   /* DD, EOP: written back; cleared at refill */
+	uint32_t len; /* written back by the hardware */
+	uint32_t rss; /* written back */
+	uint32_t flags; /* DD, EOP: written back; cleared at refill */
 };
 
 /* Put the buffers of the frame that ends at next_to_clean. The library's
  * one walks first_desc..next_to_clean; tests may install another (the
  * source thread's buggy one) through rxp_rxring_config.put_frame. */
 typedef void (*rxp_rxring_put_frame_fn)(struct rxp_rxring *r, unsigned first,
-					 unsigned nr_frags_after_xdp);
+					unsigned nr_frags_after_xdp);
 
 struct rxp_rxring_config {
-	unsigned count;      /* descriptors (>= 4, default 512) */
-	uint32_t buf_size;   /* slice of a page per buffer (default 2048) */
-	uint32_t headroom;   /* reserved at the front of each slice (default 128) */
-	uint32_t page_size;  /* page-pool page size (default 4096) */
-	uint32_t n_pages;    /* page-pool pages (default 2 * count + 256) */
+	unsigned count; /* descriptors (>= 4, default 512) */
+	uint32_t buf_size; /* slice of a page per buffer (default 2048) */
+	uint32_t headroom; /* reserved at the front of each slice (default 128) */
+	uint32_t page_size; /* page-pool page size (default 4096) */
+	uint32_t n_pages; /* page-pool pages (default 2 * count + 256) */
 	uint16_t queue;
 	struct rxp_pktpool *pp; /* packet metadata for PASS (required) */
-	rxp_xdp_prog_fn xdp;    /* NULL: every frame passes */
+	rxp_xdp_prog_fn xdp; /* NULL: every frame passes */
 	void *xdp_ctx;
-	unsigned tx_count;      /* own TX ring for XDP_TX (0: 512) */
+	unsigned tx_count; /* own TX ring for XDP_TX (0: 512) */
 	rxp_rxring_put_frame_fn put_frame; /* tests only; NULL: the library's */
 };
 
@@ -122,9 +122,9 @@ struct rxp_rxring_stats {
 	uint64_t pass, xdp_drop, xdp_tx, xdp_redirect, xdp_aborted;
 	uint64_t too_many_frags, bad_desc, tx_full, nomem;
 	uint64_t reuse, flip, release, restock;
-	uint64_t alloc_fail;     /* refill found the page pool empty */
-	uint64_t rx_no_buffer;   /* hardware side: frames with no posted buffer */
-	uint64_t nta_overwrite;  /* recycles onto an occupied slot (a leak) */
+	uint64_t alloc_fail; /* refill found the page pool empty */
+	uint64_t rx_no_buffer; /* hardware side: frames with no posted buffer */
+	uint64_t nta_overwrite; /* recycles onto an occupied slot (a leak) */
 };
 
 struct rxp_rxring *rxp_rxring_create(const struct rxp_rxring_config *cfg);
@@ -157,6 +157,12 @@ unsigned rxp_rxring_hw_free(const struct rxp_rxring *r);
  * is dropped and counted rx_no_buffer), -EINVAL for len 0. */
 int rxp_rxring_hw_write(struct rxp_rxring *r, const uint8_t *frame, uint32_t len, uint32_t rss,
 			uint32_t zl_mask);
+/* Hardware side, one descriptor at a time (a frame whose later buffers
+ * the NIC has not written yet): len bytes (0 allowed, <= buf_len) into the
+ * next posted buffer. -ENOBUFS when none is posted (nothing counted: the
+ * caller decides), -EINVAL when len > buf_len. */
+int rxp_rxring_hw_write_desc(struct rxp_rxring *r, const uint8_t *data, uint32_t len, uint32_t rss,
+			     bool eop);
 /* Buffers a frame of len bytes needs (without zero-length ones). */
 unsigned rxp_rxring_bufs_for(const struct rxp_rxring *r, uint32_t len);
 
@@ -169,7 +175,7 @@ unsigned rxp_rxring_count(const struct rxp_rxring *r);
 
 struct rxp_tx_seg {
 	struct rxp_page *page; /* one reference */
-	uint32_t off;          /* from page->addr */
+	uint32_t off; /* from page->addr */
 	uint32_t len;
 };
 

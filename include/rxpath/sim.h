@@ -30,15 +30,15 @@
 
 struct rxp_gen_config {
 	uint64_t seed;
-	uint64_t count;        /* datagrams to generate; 0: no end */
-	uint32_t min_payload;  /* UDP payload bytes (>= 16; default 16) */
-	uint32_t max_payload;  /* (default 1472; at most 65000) */
-	unsigned ipv6_pct;     /* share of IPv6 datagrams, 0..100 */
-	uint32_t mtu;          /* IP bytes per frame; larger datagrams are
+	uint64_t count; /* datagrams to generate; 0: no end */
+	uint32_t min_payload; /* UDP payload bytes (>= 16; default 16) */
+	uint32_t max_payload; /* (default 1472; at most 65000) */
+	unsigned ipv6_pct; /* share of IPv6 datagrams, 0..100 */
+	uint32_t mtu; /* IP bytes per frame; larger datagrams are
 				* fragmented (default 1500, 68..9200) */
-	double loss;           /* probability each frame is lost */
-	unsigned flows;        /* address pairs (default 64) */
-	uint16_t dport;        /* default 9 (discard) */
+	double loss; /* probability each frame is lost */
+	unsigned flows; /* address pairs (default 64) */
+	uint16_t dport; /* default 9 (discard) */
 };
 
 struct rxp_gen_stats {
@@ -73,16 +73,16 @@ struct rxp_src *rxp_src_gen(const struct rxp_gen_config *cfg);
 struct rxp_src *rxp_src_pcap(const char *path);
 
 struct rxp_sim_config {
-	unsigned nqueues;        /* default 1 */
-	unsigned ring_size;      /* descriptors per queue (default 512) */
-	uint32_t buf_size;       /* default 2048 */
-	uint32_t page_size;      /* default 4096 */
-	uint32_t n_pages;        /* page-pool pages per queue (default 2*ring+256) */
-	uint64_t seed;           /* zero-length descriptor placement */
-	double zero_len_rate;    /* probability of a zero-length descriptor
+	unsigned nqueues; /* default 1 */
+	unsigned ring_size; /* descriptors per queue (default 512) */
+	uint32_t buf_size; /* default 2048 */
+	uint32_t page_size; /* default 4096 */
+	uint32_t n_pages; /* page-pool pages per queue (default 2*ring+256) */
+	uint64_t seed; /* zero-length descriptor placement */
+	double zero_len_rate; /* probability of a zero-length descriptor
 				  * before each buffer of a frame */
-	unsigned hw_burst;       /* frames written per rx_burst (0: n) */
-	rxp_xdp_prog_fn xdp;     /* NULL: pass everything */
+	unsigned hw_burst; /* frames written per rx_burst (0: n) */
+	rxp_xdp_prog_fn xdp; /* NULL: pass everything */
 	void *xdp_ctx;
 	/* Traffic: a generator config, or a pcap file to replay. */
 	const struct rxp_gen_config *gen;

@@ -44,7 +44,7 @@ struct rxp_page_pool {
 	uint32_t page_size, n_pages;
 	uint8_t *mem;
 	struct rxp_page *pages;
-	struct rxp_mpmc *ring;  /* returns */
+	struct rxp_mpmc *ring; /* returns */
 	struct rxp_mpmc *store; /* fresh and released pages */
 };
 
@@ -252,8 +252,8 @@ void rxp_page_pool_get_stats(const struct rxp_page_pool *pp, struct rxp_page_poo
 	st->empty = pp->empty;
 	st->recycled = pp->recycled_local + rr;
 	st->recycled_ring = rr;
-	st->waived = pp->waived_local +
-		     atomic_load_explicit(&pp->waived_remote, memory_order_relaxed);
+	st->waived =
+		pp->waived_local + atomic_load_explicit(&pp->waived_remote, memory_order_relaxed);
 	st->released = pp->released_local +
 		       atomic_load_explicit(&pp->released_remote, memory_order_relaxed);
 	st->outstanding = rxp_page_pool_outstanding(pp);

@@ -115,7 +115,7 @@ static int ap_rx(struct rxp_dev *d, unsigned qi, struct rxp_pkt **pkts, unsigned
 				break;
 			q->left = b->hdr.bh1.num_pkts;
 			q->next = (struct tpacket3_hdr *)((uint8_t *)b +
-							   b->hdr.bh1.offset_to_first_pkt);
+							  b->hdr.bh1.offset_to_first_pkt);
 			if (!q->left) {
 				__atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL,
 						 __ATOMIC_RELEASE);
@@ -152,7 +152,7 @@ static int ap_wait(struct rxp_dev *d, unsigned qi, int ms)
 {
 	struct afpacket *ap = (struct afpacket *)d;
 	struct apq *q = &ap->q[qi < d->nqueues ? qi : 0];
-	struct pollfd p = { .fd = q->fd, .events = POLLIN };
+	struct pollfd p = {.fd = q->fd, .events = POLLIN};
 
 	if (q->left || (block(q, q->cur)->hdr.bh1.block_status & TP_STATUS_USER))
 		return 1;

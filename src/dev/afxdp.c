@@ -48,7 +48,7 @@ struct xq {
 	uint32_t nframes;
 	unsigned owner;
 	uint8_t *posted; /* per frame: 1 = in the kernel's fill/rx rings */
-	uint8_t *in_tx;  /* per frame: 1 = queued for transmit */
+	uint8_t *in_tx; /* per frame: 1 = queued for transmit */
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_drop, fill_empty;
 };
 
@@ -171,8 +171,8 @@ static int ax_rx(struct rxp_dev *d, unsigned qi, struct rxp_pkt **pkts, unsigned
 static int ax_wait(struct rxp_dev *d, unsigned qi, int ms)
 {
 	struct afxdp *ax = (struct afxdp *)d;
-	struct pollfd p = { .fd = xsk_socket__fd(ax->q[qi < d->nqueues ? qi : 0].xsk),
-			    .events = POLLIN };
+	struct pollfd p = {.fd = xsk_socket__fd(ax->q[qi < d->nqueues ? qi : 0].xsk),
+			   .events = POLLIN};
 
 	return poll(&p, 1, ms) < 0 ? -errno : 1;
 }
@@ -229,7 +229,8 @@ static void ax_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 		st->tx_packets += q->tx_packets;
 		st->tx_bytes += q->tx_bytes;
 		st->tx_dropped += q->tx_drop;
-		if (q->xsk && !getsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_STATISTICS, &xs, &len)) {
+		if (q->xsk &&
+		    !getsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_STATISTICS, &xs, &len)) {
 			st->rx_no_buffer += xs.rx_fill_ring_empty_descs + xs.rx_ring_full;
 			st->rx_dropped += xs.rx_dropped + xs.rx_ring_full;
 		}
@@ -281,9 +282,9 @@ static const struct rxp_dev_ops ax_ops = {
 static int open_queue(struct afxdp *ax, struct xq *q, const struct rxp_afxdp_config *cfg,
 		      unsigned qid)
 {
-	struct rxp_page_pool_config pc = { .name = "umem", .page_size = FRAME };
-	struct xsk_umem_config uc = { 0 };
-	struct xsk_socket_config sc = { 0 };
+	struct rxp_page_pool_config pc = {.name = "umem", .page_size = FRAME};
+	struct xsk_umem_config uc = {0};
+	struct xsk_socket_config sc = {0};
 	uint64_t len;
 	int rc;
 
@@ -313,7 +314,7 @@ static int open_queue(struct afxdp *ax, struct xq *q, const struct rxp_afxdp_con
 		rc = xsk_socket__create(&q->xsk, cfg->ifname, qid, q->umem, &q->rx, &q->tx, &sc);
 		if (rc != -EBUSY || tries >= 50)
 			break;
-		nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+		nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
 	}
 	if (rc) {
 		q->xsk = NULL;

@@ -49,7 +49,8 @@ static uint64_t scale(double p)
 	return (uint64_t)(p * 18446744073709551616.0);
 }
 
-/* Put pkt into the window; returns a packet to emit (maybe pkt) or NULL. */
+/* Put pkt into the window (consumes pkt: the window holds it); returns the
+ * packet to emit now (maybe pkt itself) or NULL. */
 static struct rxp_pkt *window(struct fault *f, struct faultq *fq, struct rxp_pkt *pkt)
 {
 	unsigned w = f->cfg.reorder_window, i;

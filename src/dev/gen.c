@@ -18,14 +18,14 @@
 struct rxp_gen {
 	struct rxp_gen_config cfg;
 	uint64_t s[4];
-	uint64_t emitted;   /* datagrams started */
+	uint64_t emitted; /* datagrams started */
 	uint16_t ip_id;
 	uint32_t ip6_id;
 	/* the datagram being emitted */
 	bool v6;
 	uint32_t flow;
-	uint32_t l4_len;    /* UDP header + payload */
-	uint32_t pos;       /* next byte of l4 to emit */
+	uint32_t l4_len; /* UDP header + payload */
+	uint32_t pos; /* next byte of l4 to emit */
 	uint32_t id;
 	struct rxp_gen_stats st;
 	uint8_t dgram[65536];
@@ -231,7 +231,7 @@ static void addr6(uint32_t f, bool dst, uint8_t *a)
 static uint16_t udp_csum(struct rxp_gen *g, const uint8_t *src, const uint8_t *dst, unsigned alen)
 {
 	uint32_t sum = rxp_csum_partial(src, alen, 0);
-	uint16_t w[2] = { htons(RXP_IPPROTO_UDP), htons((uint16_t)g->l4_len) };
+	uint16_t w[2] = {htons(RXP_IPPROTO_UDP), htons((uint16_t)g->l4_len)};
 	uint16_t c;
 
 	sum = rxp_csum_partial(dst, alen, sum);
@@ -285,7 +285,7 @@ static void new_datagram(struct rxp_gen *g)
 
 static uint32_t eth_header(struct rxp_gen *g, uint8_t *f)
 {
-	static const uint8_t dmac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+	static const uint8_t dmac[6] = {0x02, 0, 0, 0, 0, 0x02};
 
 	memcpy(f, dmac, 6);
 	f[6] = 0x02;

@@ -294,8 +294,7 @@ struct rxp_pcap_writer *rxp_pcap_writer_open(const char *path, bool raw_ip)
 	return w;
 }
 
-static void write_locked(struct rxp_pcap_writer *w, const uint8_t *data, uint32_t len,
-			 uint64_t ts)
+static void write_locked(struct rxp_pcap_writer *w, const uint8_t *data, uint32_t len, uint64_t ts)
 {
 	struct pcap_pkthdr h;
 
@@ -306,8 +305,7 @@ static void write_locked(struct rxp_pcap_writer *w, const uint8_t *data, uint32_
 	w->count++;
 }
 
-int rxp_pcap_writer_write(struct rxp_pcap_writer *w, const uint8_t *data, uint32_t len,
-			  uint64_t ts)
+int rxp_pcap_writer_write(struct rxp_pcap_writer *w, const uint8_t *data, uint32_t len, uint64_t ts)
 {
 	if (len > 65535)
 		return -E2BIG;

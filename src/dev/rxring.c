@@ -36,9 +36,9 @@
 
 struct rx_buf {
 	struct rxp_page *page;
-	uint32_t off;    /* slice start in the page */
-	uint32_t bias;   /* references the driver holds on page */
-	uint32_t pgcnt;  /* refcount sampled when the descriptor was read */
+	uint32_t off; /* slice start in the page */
+	uint32_t bias; /* references the driver holds on page */
+	uint32_t pgcnt; /* refcount sampled when the descriptor was read */
 	uint32_t handed; /* one reference went to the frame */
 #ifdef RXP_DEBUG
 	uint64_t put_seq;
@@ -74,12 +74,12 @@ static const struct {
 	enum rxp_drop_reason reason;
 	size_t field;
 } drop_fields[] = {
-	{ RXP_DROP_XDP_DROP, offsetof(struct rxp_rxring_stats, xdp_drop) },
-	{ RXP_DROP_XDP_ABORTED, offsetof(struct rxp_rxring_stats, xdp_aborted) },
-	{ RXP_DROP_RX_TOO_MANY_FRAGS, offsetof(struct rxp_rxring_stats, too_many_frags) },
-	{ RXP_DROP_RX_BAD_DESC, offsetof(struct rxp_rxring_stats, bad_desc) },
-	{ RXP_DROP_TX_RING_FULL, offsetof(struct rxp_rxring_stats, tx_full) },
-	{ RXP_DROP_RX_NO_BUFFER, offsetof(struct rxp_rxring_stats, rx_no_buffer) },
+	{RXP_DROP_XDP_DROP, offsetof(struct rxp_rxring_stats, xdp_drop)},
+	{RXP_DROP_XDP_ABORTED, offsetof(struct rxp_rxring_stats, xdp_aborted)},
+	{RXP_DROP_RX_TOO_MANY_FRAGS, offsetof(struct rxp_rxring_stats, too_many_frags)},
+	{RXP_DROP_RX_BAD_DESC, offsetof(struct rxp_rxring_stats, bad_desc)},
+	{RXP_DROP_TX_RING_FULL, offsetof(struct rxp_rxring_stats, tx_full)},
+	{RXP_DROP_RX_NO_BUFFER, offsetof(struct rxp_rxring_stats, rx_no_buffer)},
 };
 
 /* Frames dropped before they became packets are counted on the packet pool
@@ -139,7 +139,7 @@ void rxp_rxring_get_stats(const struct rxp_rxring *r, struct rxp_rxring_stats *s
 struct rxp_rxring *rxp_rxring_create(const struct rxp_rxring_config *cfg)
 {
 	struct rxp_rxring *r;
-	struct rxp_page_pool_config pc = { .name = "rxring" };
+	struct rxp_page_pool_config pc = {.name = "rxring"};
 	unsigned count = cfg->count ? cfg->count : 512;
 
 	if (!cfg->pp || count < 4 || count > 32768) {
@@ -234,6 +234,11 @@ unsigned rxp_rxring_refill(struct rxp_rxring *r)
 			b->off = 0;
 			b->bias = RXP_PP_BIAS_MAX;
 		}
+#ifdef RXP_DEBUG
+		/* Invariant 7: never a buffer of the frame in progress. */
+		assert(!r->checked ||
+		       (!b->handed && (i != r->first_desc || r->first_desc == r->ntc)));
+#endif
 		b->handed = 0;
 		d->addr = b->page->addr + b->off + r->headroom;
 		d->buf_len = r->buf_len;
@@ -282,7 +287,7 @@ static bool can_reuse(struct rxp_rxring *r, struct rx_buf *b)
 	return true;
 }
 
-void rxp_rxring_put_buf(struct rxp_rxring *r, unsigned idx)
+static inline void put_buf(struct rxp_rxring *r, unsigned idx)
 {
 	struct rx_buf *b = &r->buf[idx];
 
@@ -324,6 +329,11 @@ void rxp_rxring_put_buf(struct rxp_rxring *r, unsigned idx)
 	b->handed = 0;
 }
 
+void rxp_rxring_put_buf(struct rxp_rxring *r, unsigned idx)
+{
+	put_buf(r, idx);
+}
+
 /* Invariant 1: walk the frame's slots, not its fragment count. */
 static void put_frame_walk(struct rxp_rxring *r, unsigned first, unsigned nr_frags)
 {
@@ -334,7 +344,7 @@ static void put_frame_walk(struct rxp_rxring *r, unsigned first, unsigned nr_fra
 
 		if (++i == r->count)
 			i = 0;
-		rxp_rxring_put_buf(r, cur);
+		put_buf(r, cur);
 	}
 #ifdef RXP_DEBUG
 	for (i = first; i != r->ntc; i = i + 1 == r->count ? 0 : i + 1)
@@ -531,7 +541,12 @@ unsigned rxp_rxring_clean(struct rxp_rxring *r, unsigned budget, struct rxp_pkt 
 			continue;
 		finish_frame(r, out, &nout);
 		r->frame_seq++;
-		r->put_frame(r, r->first_desc, r->x.mb ? r->x.nr_frags : 0);
+		/* The library's walk is called directly (inlined); tests may
+		 * install another. */
+		if (rxp_likely(r->checked))
+			put_frame_walk(r, r->first_desc, 0);
+		else
+			r->put_frame(r, r->first_desc, r->x.mb ? r->x.nr_frags : 0);
 		r->first_desc = r->ntc;
 		done++;
 	}
@@ -544,14 +559,25 @@ unsigned rxp_rxring_clean(struct rxp_rxring *r, unsigned budget, struct rxp_pkt 
 
 /* ---- the hardware side --------------------------------------------------- */
 
+/* The common case (one buffer) without a division. */
+static inline unsigned bufs_for(const struct rxp_rxring *r, uint32_t len)
+{
+	return len <= r->buf_len ? 1 : (len + r->buf_len - 1) / r->buf_len;
+}
+
+static inline unsigned hw_free(const struct rxp_rxring *r)
+{
+	return r->ntu >= r->hw_head ? r->ntu - r->hw_head : r->ntu + r->count - r->hw_head;
+}
+
 unsigned rxp_rxring_bufs_for(const struct rxp_rxring *r, uint32_t len)
 {
-	return (len + r->buf_len - 1) / r->buf_len;
+	return bufs_for(r, len);
 }
 
 unsigned rxp_rxring_hw_free(const struct rxp_rxring *r)
 {
-	return (r->ntu + r->count - r->hw_head) % r->count;
+	return hw_free(r);
 }
 
 static inline void hw_desc(struct rxp_rxring *r, uint32_t len, uint32_t rss, bool eop)
@@ -566,6 +592,19 @@ static inline void hw_desc(struct rxp_rxring *r, uint32_t len, uint32_t rss, boo
 		r->hw_head = 0;
 }
 
+int rxp_rxring_hw_write_desc(struct rxp_rxring *r, const uint8_t *data, uint32_t len, uint32_t rss,
+			     bool eop)
+{
+	if (len > r->buf_len)
+		return -EINVAL;
+	if (!hw_free(r))
+		return -ENOBUFS;
+	if (len)
+		memcpy(r->desc[r->hw_head].addr, data, len);
+	hw_desc(r, len, rss, eop);
+	return 0;
+}
+
 int rxp_rxring_hw_write(struct rxp_rxring *r, const uint8_t *frame, uint32_t len, uint32_t rss,
 			uint32_t zl_mask)
 {
@@ -574,11 +613,21 @@ int rxp_rxring_hw_write(struct rxp_rxring *r, const uint8_t *frame, uint32_t len
 
 	if (rxp_unlikely(!len))
 		return -EINVAL;
-	nb = rxp_rxring_bufs_for(r, len);
+	/* Fast path: one buffer, no zero-length descriptor. */
+	if (len <= r->buf_len && !(zl_mask & 3)) {
+		if (rxp_unlikely(!hw_free(r))) {
+			r->st.rx_no_buffer++;
+			return -ENOBUFS;
+		}
+		memcpy(r->desc[r->hw_head].addr, frame, len);
+		hw_desc(r, len, rss, true);
+		return 0;
+	}
+	nb = bufs_for(r, len);
 	if (nb < 31)
 		zl_mask &= (2u << nb) - 1;
-	need = nb + (unsigned)__builtin_popcount(zl_mask);
-	if (rxp_unlikely(need > rxp_rxring_hw_free(r))) {
+	need = nb + (zl_mask ? (unsigned)__builtin_popcount(zl_mask) : 0);
+	if (rxp_unlikely(need > hw_free(r))) {
 		r->st.rx_no_buffer++;
 		return -ENOBUFS;
 	}

@@ -24,7 +24,7 @@ struct simq {
 	unsigned owner;
 	bool eof;
 	uint32_t len, rss;
-	uint64_t s;  /* zero-length PRNG */
+	uint64_t s; /* zero-length PRNG */
 	uint64_t pending; /* frames written, not yet cleaned */
 	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
 	uint8_t buf[RXP_GEN_FRAME_MAX + 64];

@@ -32,7 +32,7 @@ int rxp_xdp_adjust_tail(struct rxp_xdp_buff *x, int delta)
 		x->data_end += delta;
 		return 0;
 	}
-	shrink = (uint32_t)-(int64_t)delta;
+	shrink = (uint32_t) - (int64_t)delta;
 	if (shrink >= rxp_xdp_len(x) || rxp_xdp_len(x) - shrink < RXP_ETH_HLEN)
 		return -EINVAL;
 	while (shrink && x->mb && x->nr_frags) {

@@ -57,13 +57,15 @@ for i in range(int(sys.argv[2])):
 PYEOF
 }
 
-compare() { # sent.pcap got.pcap label
+compare() { # sent.pcap got.pcap label [any-order]
 	"$PY" - "$@" <<'PYEOF'
 import sys
 from scapy.all import rdpcap, IP
 def udp_frames(path):
     return [bytes(p) for p in rdpcap(path) if IP in p and p[IP].dst == "10.203.0.2" and p[IP].proto == 17]
 sent, got = udp_frames(sys.argv[1]), udp_frames(sys.argv[2])
+if len(sys.argv) > 4:  # several queues: each keeps its order, the file interleaves them
+    sent, got = sorted(sent), sorted(got)
 if not sent:
     print(sys.argv[3], "FAIL: the sender capture is empty"); sys.exit(1)
 if sent != got:
@@ -76,18 +78,22 @@ PYEOF
 
 rc=0
 seed=1
-for mode in afpacket afxdp; do
+for run in afpacket afxdp afpacket:2; do
+	mode=${run%%:*}
+	queues=1
+	[ "$run" != "$mode" ] && queues=${run#*:}
+	mode_q=$mode-q$queues
 	seed=$((seed + 1))
-	ip netns exec "$S" dumpcap -q -i rxp3s0 -f "udp or (ip[6:2] & 0x1fff != 0)" -w "$TMP/sent-$mode.pcap" -P >/dev/null 2>&1 &
+	ip netns exec "$S" dumpcap -q -i rxp3s0 -f "udp or (ip[6:2] & 0x1fff != 0)" -w "$TMP/sent-$mode_q.pcap" -P >/dev/null 2>&1 &
 	PIDS+=($!)
 	dpid=$!
-	ip netns exec "$R" "$RXPATH" capture --iface rxp3r0 --mode "$mode" --write "$TMP/got-$mode.pcap" \
-		--idle-ms 1500 --timeout-ms 60000 >"$TMP/cap-$mode.log" 2>&1 &
+	ip netns exec "$R" "$RXPATH" capture --iface rxp3r0 --mode "$mode" --queues "$queues" --write "$TMP/got-$mode_q.pcap" \
+		--idle-ms 1500 --timeout-ms 60000 >"$TMP/cap-$mode_q.log" 2>&1 &
 	PIDS+=($!)
 	cpid=$!
-	for _ in $(seq 50); do grep -q ready "$TMP/cap-$mode.log" && break; sleep 0.1; done
-	if ! grep -q ready "$TMP/cap-$mode.log"; then
-		cat "$TMP/cap-$mode.log"
+	for _ in $(seq 50); do grep -q ready "$TMP/cap-$mode_q.log" && break; sleep 0.1; done
+	if ! grep -q ready "$TMP/cap-$mode_q.log"; then
+		cat "$TMP/cap-$mode_q.log"
 		if [ "$mode" = afxdp ]; then echo "SKIP-PART: AF_XDP unavailable here"; kill $cpid $dpid 2>/dev/null; continue; fi
 		echo "FAIL: $mode capture did not start"; rc=1; continue
 	fi
@@ -98,8 +104,12 @@ for mode in afpacket afxdp; do
 	sleep 0.3
 	kill -INT $dpid 2>/dev/null
 	wait $dpid 2>/dev/null
-	cat "$TMP/cap-$mode.log"
+	cat "$TMP/cap-$mode_q.log"
 	[ $crc = 0 ] || { echo "FAIL: $mode capture exited $crc"; rc=1; }
-	compare "$TMP/sent-$mode.pcap" "$TMP/got-$mode.pcap" "$mode" || rc=1
+	if [ "$queues" = 1 ]; then
+		compare "$TMP/sent-$mode_q.pcap" "$TMP/got-$mode_q.pcap" "$mode" || rc=1
+	else
+		compare "$TMP/sent-$mode_q.pcap" "$TMP/got-$mode_q.pcap" "$mode x$queues (fanout)" any || rc=1
+	fi
 done
 exit $rc

@@ -18,8 +18,8 @@
 
 static struct rxp_pktpool *mkpool(void)
 {
-	struct rxp_pktpool_config c = { .name = "dev", .n_pkts = 2048, .n_bufs = 1024,
-					.n_large = 64 };
+	struct rxp_pktpool_config c = {
+		.name = "dev", .n_pkts = 2048, .n_bufs = 1024, .n_large = 64};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 
 	assert_non_null(pp);
@@ -58,8 +58,8 @@ static const uint8_t *udp_payload(const uint8_t *f, uint32_t len, uint32_t *plen
 static uint64_t drain(struct rxp_dev *d, const struct rxp_gen_config *gcfg, bool exact,
 		      uint64_t *verified)
 {
-	struct rxp_gen *g[8] = { 0 };
-	bool done[8] = { 0 };
+	struct rxp_gen *g[8] = {0};
+	bool done[8] = {0};
 	unsigned ndone = 0;
 	uint64_t total = 0;
 
@@ -89,7 +89,9 @@ static uint64_t drain(struct rxp_dev *d, const struct rxp_gen_config *gcfg, bool
 					uint32_t rlen;
 
 					do
-						assert_int_equal(rxp_gen_next(g[q], ref, sizeof(ref), &rlen), 0);
+						assert_int_equal(
+							rxp_gen_next(g[q], ref, sizeof(ref), &rlen),
+							0);
 					while (d->nqueues > 1 &&
 					       rxp_rss_hash(ref, rlen, true) % d->nqueues != q);
 					assert_int_equal(pk[i]->len, rlen);
@@ -102,7 +104,8 @@ static uint64_t drain(struct rxp_dev *d, const struct rxp_gen_config *gcfg, bool
 				}
 				assert_true(pk[i]->protocol == RXP_ETH_P_IP ||
 					    pk[i]->protocol == RXP_ETH_P_IPV6);
-				assert_int_equal(pk[i]->network_off, pk[i]->data - pk[i]->head + 14);
+				assert_int_equal(pk[i]->network_off,
+						 pk[i]->data - pk[i]->head + 14);
 				rxp_pkt_consume(pk[i]);
 				total++;
 			}
@@ -115,7 +118,7 @@ static uint64_t drain(struct rxp_dev *d, const struct rxp_gen_config *gcfg, bool
 
 static void test_gen_verify(void **state)
 {
-	struct rxp_gen_config gc = { .seed = 3, .count = 50, .max_payload = 1400 };
+	struct rxp_gen_config gc = {.seed = 3, .count = 50, .max_payload = 1400};
 	struct rxp_gen *g = rxp_gen_create(&gc);
 	uint32_t len, plen;
 	const uint8_t *pl;
@@ -138,9 +141,13 @@ static void test_gen_verify(void **state)
 static void run_sim(unsigned nq, uint32_t mtu, uint32_t maxp, double zl, unsigned v6)
 {
 	struct rxp_pktpool *pp = mkpool();
-	struct rxp_gen_config gc = { .seed = 11, .count = 3000, .max_payload = maxp,
-				     .ipv6_pct = v6, .mtu = mtu, .loss = 0.01 };
-	struct rxp_sim_config sc = { .nqueues = nq, .seed = 5, .zero_len_rate = zl, .gen = &gc };
+	struct rxp_gen_config gc = {.seed = 11,
+				    .count = 3000,
+				    .max_payload = maxp,
+				    .ipv6_pct = v6,
+				    .mtu = mtu,
+				    .loss = 0.01};
+	struct rxp_sim_config sc = {.nqueues = nq, .seed = 5, .zero_len_rate = zl, .gen = &gc};
 	struct rxp_dev *d = rxp_sim_open(&sc, pp);
 	struct rxp_dev_stats st;
 	struct rxp_gen *g = rxp_gen_create(&gc);
@@ -194,8 +201,8 @@ static enum rxp_xdp_action drop_all(struct rxp_xdp_buff *x, void *ctx)
 static void test_sim_xdp_drop(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
-	struct rxp_gen_config gc = { .seed = 1, .count = 500, .max_payload = 8000, .mtu = 9000 };
-	struct rxp_sim_config sc = { .gen = &gc };
+	struct rxp_gen_config gc = {.seed = 1, .count = 500, .max_payload = 8000, .mtu = 9000};
+	struct rxp_sim_config sc = {.gen = &gc};
 	struct rxp_dev *d = rxp_sim_open(&sc, pp);
 	struct rxp_dev_stats st;
 	struct rxp_pktpool_stats ps;
@@ -216,10 +223,10 @@ static void test_sim_xdp_drop(void **state)
 static void test_fault_wrapper(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
-	struct rxp_gen_config gc = { .seed = 21, .count = 4000, .max_payload = 1400 };
-	struct rxp_sim_config sc = { .nqueues = 2, .gen = &gc };
-	struct rxp_fault_config fc = { .seed = 9, .loss = 0.1, .duplicate = 0.1,
-				       .reorder_window = 8 };
+	struct rxp_gen_config gc = {.seed = 21, .count = 4000, .max_payload = 1400};
+	struct rxp_sim_config sc = {.nqueues = 2, .gen = &gc};
+	struct rxp_fault_config fc = {
+		.seed = 9, .loss = 0.1, .duplicate = 0.1, .reorder_window = 8};
 	struct rxp_dev *d = rxp_fault_wrap(rxp_sim_open(&sc, pp), &fc);
 	struct rxp_dev_stats st;
 	struct rxp_pktpool_stats ps;
@@ -242,9 +249,8 @@ static void test_fault_wrapper(void **state)
 static void test_capture_and_pcap(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
-	struct rxp_gen_config gc = { .seed = 33, .count = 700, .max_payload = 4000,
-				     .ipv6_pct = 40 };
-	struct rxp_sim_config sc = { .gen = &gc };
+	struct rxp_gen_config gc = {.seed = 33, .count = 700, .max_payload = 4000, .ipv6_pct = 40};
+	struct rxp_sim_config sc = {.gen = &gc};
 	char path[] = "/tmp/rxp_test_dev_XXXXXX";
 	int fd = mkstemp(path);
 	struct rxp_dev *d;
@@ -284,7 +290,7 @@ static void test_pcap_raw_and_pcapng(void **state)
 	struct rxp_pcap_writer *w;
 	struct rxp_dev *d;
 	struct rxp_pkt *pk[4];
-	uint8_t ip[60] = { 0x45, 0, 0, 60, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2 };
+	uint8_t ip[60] = {0x45, 0, 0, 60, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
 	FILE *f;
 
 	assert_true(fd >= 0);
@@ -309,12 +315,12 @@ static void test_pcap_raw_and_pcapng(void **state)
 	f = fopen(path, "wb");
 	assert_non_null(f);
 	{
-		uint32_t shb[] = { 0x0a0d0d0a, 28, 0x1a2b3c4d, 0x00000001, 0xffffffff,
-				   0xffffffff, 28 };
-		uint32_t idb[] = { 1, 20, 1 | (0 << 16), 65535, 20 };
-		uint8_t frame[64] = { 0 };
+		uint32_t shb[] = {0x0a0d0d0a, 28,	  0x1a2b3c4d, 0x00000001,
+				  0xffffffff, 0xffffffff, 28};
+		uint32_t idb[] = {1, 20, 1 | (0 << 16), 65535, 20};
+		uint8_t frame[64] = {0};
 		uint32_t epb_len = 32 + 64;
-		uint32_t epb[] = { 6, epb_len, 0, 0, 5, 64, 64 };
+		uint32_t epb[] = {6, epb_len, 0, 0, 5, 64, 64};
 
 		shb[3] = 0x00000001; /* version 1.0 */
 		memcpy(frame + 14, ip, 50);
@@ -339,6 +345,48 @@ static void test_pcap_raw_and_pcapng(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+static void test_dev_open_spec(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	char path[] = "/tmp/rxp_test_spec_XXXXXX", spec[256];
+	int fd = mkstemp(path);
+	struct rxp_dev *d;
+	struct rxp_dev_stats st;
+	uint64_t v = 0, n;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(spec, sizeof(spec),
+		 "capture:%s+fault:loss=0.05,dup=0.05,reorder=4,seed=2+sim:queues=2,count=500,"
+		 "max=3000,v6=50,zl=0.02,seed=4",
+		 path);
+	d = rxp_dev_open(spec, pp);
+	assert_non_null(d);
+	assert_int_equal(d->nqueues, 2);
+	n = drain(d, NULL, false, &v);
+	rxp_dev_get_stats(d, &st);
+	assert_int_equal(st.captured, n);
+	assert_true(st.fault_lost > 0 && st.fault_duplicated > 0);
+	assert_int_equal(rxp_dev_close(d), 0);
+	snprintf(spec, sizeof(spec), "pcap:%s", path);
+	d = rxp_dev_open(spec, pp);
+	assert_non_null(d);
+	assert_int_equal(drain(d, NULL, false, &v), n);
+	assert_int_equal(rxp_dev_close(d), 0);
+	snprintf(spec, sizeof(spec), "sim:replay=%s,queues=3", path);
+	d = rxp_dev_open(spec, pp);
+	assert_non_null(d);
+	assert_int_equal(drain(d, NULL, false, &v), n);
+	assert_int_equal(rxp_dev_close(d), 0);
+	unlink(path);
+	assert_null(rxp_dev_open("sim:bogus=1", pp));
+	assert_int_equal(errno, EINVAL);
+	assert_null(rxp_dev_open("fault:loss=x+sim", pp));
+	assert_null(rxp_dev_open("nosuch:thing", pp));
+	assert_null(rxp_dev_open("afpacket:", pp));
+	rxpt_pktpool_teardown(pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_fault_wrapper),
 		cmocka_unit_test(test_capture_and_pcap),
 		cmocka_unit_test(test_pcap_raw_and_pcapng),
+		cmocka_unit_test(test_dev_open_spec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,7 +44,7 @@ static void *remote_put(void *arg)
 
 static void test_page_pool_basic(void **state)
 {
-	struct rxp_page_pool_config c = { .name = "t", .n_pages = 300 };
+	struct rxp_page_pool_config c = {.name = "t", .n_pages = 300};
 	struct rxp_page_pool *pp = rxp_page_pool_create(&c);
 	struct rxp_page_pool_stats st;
 	struct rxp_page *pgs[300];
@@ -110,7 +110,9 @@ struct harness {
 	struct expect pass[FIFO], tx[FIFO], rd[FIFO];
 	unsigned p_head, p_tail, t_head, t_tail, d_head, d_tail;
 	unsigned verdict_mix; /* 0: all pass, 1: random, 2: drop only */
-	bool unchecked;       /* the buggy put loop corrupts data: count only */
+	bool unchecked; /* the buggy put loop corrupts data: count only */
+	uint64_t remote; /* pages marked remote */
+	uint64_t waived; /* of them, waived by the pool before teardown */
 	uint64_t frames, delivered, xdp_seen, transmitted, trimmed;
 	struct rxp_pkt *held[64];
 	unsigned nheld;
@@ -122,15 +124,16 @@ static void frame_bytes(uint8_t *p, uint32_t len, uint32_t seed)
 	rxpt_fill(p, len, seed);
 }
 
-static void check_xdp_bytes(struct harness *h, const struct rxp_xdp_buff *x,
-			    const struct sent *s)
+static void check_xdp_bytes(struct harness *h, const struct rxp_xdp_buff *x, const struct sent *s)
 {
 	uint32_t lin = (uint32_t)(x->data_end - x->data), pos = lin;
 
 	if (rxp_xdp_len(x) != s->len)
-		printf("mismatch: xdp len %u lin %u mb %d nr_frags %u, sent len %u (bufs %u), fifo %u..%u\n",
+		printf("mismatch: xdp len %u lin %u mb %d nr_frags %u, sent len %u (bufs %u), fifo "
+		       "%u..%u\n",
 		       rxp_xdp_len(x), lin, x->mb, x->nr_frags, s->len,
-		       rxp_rxring_bufs_for(h->r, s->len), h->s_head, h->s_tail), fflush(stdout);
+		       rxp_rxring_bufs_for(h->r, s->len), h->s_head, h->s_tail),
+			fflush(stdout);
 
 	assert_int_equal(rxp_xdp_len(x), s->len);
 	frame_bytes(h->a, s->len, s->seed);
@@ -189,12 +192,16 @@ static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
 		assert_int_equal(rxp_xdp_len(x), e.len);
 	}
 	switch (pick) {
-	case 0: case 1: case 2: case 3:
+	case 0:
+	case 1:
+	case 2:
+	case 3:
 		if (pick == 1 && h->verdict_mix)
 			return RXP_XDP_DROP;
 		h->pass[h->p_tail++ % FIFO] = e;
 		return RXP_XDP_PASS;
-	case 4: case 5:
+	case 4:
+	case 5:
 		return RXP_XDP_DROP;
 	case 6:
 		return RXP_XDP_ABORTED;
@@ -253,7 +260,7 @@ static void tx_sink(void *ctx, const struct rxp_tx_seg *segs, unsigned n, uint32
 
 static void drain_tx(struct harness *h, unsigned n)
 {
-	struct sink_ctx c1 = { h, h->tx, &h->t_head }, c2 = { h, h->rd, &h->d_head };
+	struct sink_ctx c1 = {h, h->tx, &h->t_head}, c2 = {h, h->rd, &h->d_head};
 
 	rxp_txring_hw_send(rxp_rxring_txring(h->r), n, tx_sink, &c1);
 	rxp_txring_hw_send(h->redir, n, tx_sink, &c2);
@@ -262,6 +269,12 @@ static void drain_tx(struct harness *h, unsigned n)
 
 static void hold_or_free(struct harness *h, struct rxp_pkt *p)
 {
+	/* Now and then the page turns out remote (NUMA, pfmemalloc): the ring
+	 * must release it rather than recycle it, and the pool waive it. */
+	if (rxpt_rng_below(&rng, 64) == 0) {
+		rxp_page_pool_mark_remote(p->head_page);
+		h->remote++;
+	}
 	/* Keep some packets alive a while: the other half of their page is
 	 * then busy when the ring wants to flip. */
 	if (h->nheld < 64 && rxpt_rng_below(&rng, 4) == 0) {
@@ -301,6 +314,37 @@ static uint32_t rnd_len(void)
 	}
 }
 
+/* Hardware side, slowly: the frame's descriptors one at a time with clean
+ * calls in between, so the frame is in progress across clean calls (refill
+ * must leave its buffers alone). */
+static void hw_frame_slow(struct harness *h, uint32_t len, uint32_t seed)
+{
+	uint32_t bl = rxp_rxring_buf_len(h->r), pos = 0;
+	unsigned nb = rxp_rxring_bufs_for(h->r, len);
+
+	frame_bytes(h->a, len, seed);
+	/* Room for the whole frame now: the hardware never waits mid-frame
+	 * here, and the sent FIFO stays in order. */
+	if (2 * nb > rxp_rxring_hw_free(h->r)) /* zero-length ones included */
+		return;
+	h->sent[h->s_tail % FIFO] = (struct sent){len, seed, nb <= RXP_MAX_FRAGS + 1};
+	h->s_tail++;
+	h->frames++;
+	for (unsigned k = 0; k < nb; k++) {
+		uint32_t c = len - pos < bl ? len - pos : bl;
+
+		if (rxpt_rng_below(&rng, 8) == 0)
+			assert_int_equal(rxp_rxring_hw_write_desc(h->r, NULL, 0, seed, false), 0);
+		assert_int_equal(rxp_rxring_hw_write_desc(h->r, h->a + pos, c, seed, k == nb - 1),
+				 0);
+		pos += c;
+		if (k != nb - 1 && rxpt_rng_below(&rng, 2) == 0) {
+			clean(h, 1 + (unsigned)rxpt_rng_below(&rng, 64));
+			frame_bytes(h->a, len, seed); /* clean's checks reuse h->a */
+		}
+	}
+}
+
 /* Hardware side: one frame, zero-length descriptors at random places. */
 static void hw_frame(struct harness *h, unsigned zl_per_256)
 {
@@ -312,19 +356,24 @@ static void hw_frame(struct harness *h, unsigned zl_per_256)
 			zl |= 1u << k;
 	if ((h->s_tail - h->s_head) >= FIFO - 1 || (h->p_tail - h->p_head) >= FIFO - 64)
 		return;
+	if (rxpt_rng_below(&rng, 16) == 0) {
+		hw_frame_slow(h, len, seed);
+		return;
+	}
 	frame_bytes(h->a, len, seed);
 	if (rxp_rxring_hw_write(h->r, h->a, len, seed, zl))
 		return;
 	if (getenv("RXP_TEST_TRACE"))
-		printf("hw %u len %u nb %u zl %#x free %u\n", h->s_tail, len, nb, zl, rxp_rxring_hw_free(h->r));
-	h->sent[h->s_tail % FIFO] = (struct sent){ len, seed, nb <= RXP_MAX_FRAGS + 1 };
+		printf("hw %u len %u nb %u zl %#x free %u\n", h->s_tail, len, nb, zl,
+		       rxp_rxring_hw_free(h->r));
+	h->sent[h->s_tail % FIFO] = (struct sent){len, seed, nb <= RXP_MAX_FRAGS + 1};
 	h->s_tail++;
 	h->frames++;
 }
 
 static void harness_init(struct harness *h, const struct rxp_rxring_config *rc0)
 {
-	struct rxp_pktpool_config pc = { .name = "ring", .n_pkts = 1024, .n_bufs = 64 };
+	struct rxp_pktpool_config pc = {.name = "ring", .n_pkts = 1024, .n_bufs = 64};
 	struct rxp_rxring_config rc = *rc0;
 
 	memset(h, 0, offsetof(struct harness, a));
@@ -366,8 +415,8 @@ static unsigned scale(void)
 
 static void one_case(uint64_t frames_target)
 {
-	struct rxp_rxring_config rc = { 0 };
-	static const uint32_t bufs[] = { 2048, 3072, 2048, 3072, 512 };
+	struct rxp_rxring_config rc = {0};
+	static const uint32_t bufs[] = {2048, 3072, 2048, 3072, 512};
 	struct rxp_rxring_stats st;
 	unsigned zl = (unsigned)rxpt_rng_below(&rng, 4) ? (unsigned)rxpt_rng_below(&rng, 40) : 0;
 	uint64_t start;
@@ -383,7 +432,8 @@ static void one_case(uint64_t frames_target)
 	H.verdict_mix = (unsigned)rxpt_rng_below(&rng, 3);
 	if (getenv("RXP_TEST_VERBOSE"))
 		printf("case: count %u buf %u page %u n_pages %u tx %u zl %u mix %u\n", rc.count,
-		       rc.buf_size, rc.page_size, rc.n_pages, rc.tx_count, zl, H.verdict_mix), fflush(stdout);
+		       rc.buf_size, rc.page_size, rc.n_pages, rc.tx_count, zl, H.verdict_mix),
+			fflush(stdout);
 	start = H.frames;
 	for (unsigned iter = 0; H.frames - start < frames_target && iter < 100000; iter++) {
 		unsigned burst = (unsigned)rxpt_rng_below(&rng, 48);
@@ -402,6 +452,15 @@ static void one_case(uint64_t frames_target)
 	rxp_rxring_get_stats(H.r, &st);
 	assert_int_equal(st.nta_overwrite, 0);
 	assert_int_equal(H.p_head, H.p_tail);
+	if (H.remote) {
+		struct rxp_page_pool_stats ps;
+
+		for (unsigned i = 0; i < H.nheld; i++)
+			rxp_pkt_consume(H.held[i]);
+		H.nheld = 0;
+		rxp_page_pool_get_stats(rxp_rxring_page_pool(H.r), &ps);
+		H.waived = ps.waived; /* some may still sit in the ring */
+	}
 	drain_tx(&H, ~0u);
 	assert_int_equal(H.t_head, H.t_tail);
 	assert_int_equal(H.d_head, H.d_tail);
@@ -416,7 +475,7 @@ static void test_ring_property(void **state)
 #else
 	unsigned cases = 250 * scale(); /* ~1M frames */
 #endif
-	uint64_t frames = 0, delivered = 0, tx = 0, seen = 0, trimmed = 0;
+	uint64_t frames = 0, delivered = 0, tx = 0, seen = 0, trimmed = 0, remote = 0, waived = 0;
 
 	rxpt_rng_seed(&rng, seed);
 	for (unsigned c = 0; c < cases; c++) {
@@ -426,12 +485,16 @@ static void test_ring_property(void **state)
 		tx += H.transmitted;
 		seen += H.xdp_seen;
 		trimmed += H.trimmed;
+		remote += H.remote;
+		waived += H.waived;
 	}
+	/* Marked pages come back to the pool as waived, never recycled. */
+	assert_true(remote == 0 || waived > 0);
 	printf("ring property: %u cases, %llu frames written, %llu seen by XDP, %llu delivered, "
-	       "%llu transmitted, %llu trimmed\n",
+	       "%llu transmitted, %llu trimmed, %llu pages marked remote, %llu waived\n",
 	       cases, (unsigned long long)frames, (unsigned long long)seen,
-	       (unsigned long long)delivered, (unsigned long long)tx,
-	       (unsigned long long)trimmed);
+	       (unsigned long long)delivered, (unsigned long long)tx, (unsigned long long)trimmed,
+	       (unsigned long long)remote, (unsigned long long)waived);
 }
 
 /* ---- the source thread's bug class ----------------------------------------- */
@@ -453,7 +516,7 @@ static void buggy_put_frame(struct rxp_rxring *r, unsigned first, unsigned nr_fr
 static uint64_t run_zero_len_stream(rxp_rxring_put_frame_fn put, uint64_t seed,
 				    uint64_t *overwrites)
 {
-	struct rxp_rxring_config rc = { .count = 256, .buf_size = 2048, .put_frame = put };
+	struct rxp_rxring_config rc = {.count = 256, .buf_size = 2048, .put_frame = put};
 	struct rxp_rxring_stats st;
 	uint64_t out;
 
@@ -469,7 +532,7 @@ static uint64_t run_zero_len_stream(rxp_rxring_put_frame_fn put, uint64_t seed,
 
 			frame_bytes(H.a, len, s);
 			if (rxp_rxring_hw_write(H.r, H.a, len, s, 1u << 2) == 0) {
-				H.sent[H.s_tail++ % FIFO] = (struct sent){ len, s, true };
+				H.sent[H.s_tail++ % FIFO] = (struct sent){len, s, true};
 				H.frames++;
 			}
 		}
@@ -503,7 +566,7 @@ static void test_zero_len_bug_class(void **state)
  * buffers than RXP_MAX_FRAGS allows. */
 static void test_too_many_frags_and_no_buffer(void **state)
 {
-	struct rxp_rxring_config rc = { .count = 48, .buf_size = 512, .headroom = 64 };
+	struct rxp_rxring_config rc = {.count = 48, .buf_size = 512, .headroom = 64};
 	struct rxp_rxring_stats st;
 	struct rxp_pktpool_stats ps;
 
@@ -513,9 +576,9 @@ static void test_too_many_frags_and_no_buffer(void **state)
 	frame_bytes(H.a, 9000, 7);
 	/* 9000 / 448 = 21 buffers > 1 + RXP_MAX_FRAGS */
 	assert_int_equal(rxp_rxring_hw_write(H.r, H.a, 9000, 7, 0), 0);
-	H.sent[H.s_tail++] = (struct sent){ 9000, 7, false };
+	H.sent[H.s_tail++] = (struct sent){9000, 7, false};
 	assert_int_equal(rxp_rxring_hw_write(H.r, H.a, 9000, 7, 0), 0);
-	H.sent[H.s_tail++] = (struct sent){ 9000, 7, false };
+	H.sent[H.s_tail++] = (struct sent){9000, 7, false};
 	/* 42 posted buffers used; the next does not fit */
 	assert_int_equal(rxp_rxring_hw_write(H.r, H.a, 9000, 7, 0), -ENOBUFS);
 	clean(&H, 64);

@@ -1,0 +1,136 @@
+/*
+ * Fuzz the receive ring from the hardware side and the frame parsers.
+ *
+ * The input is a program: each op writes a frame (split, with zero-length
+ * descriptors from a mask), writes single descriptors (frames left in
+ * progress), or cleans with a budget; an XDP program driven by the input
+ * passes, drops, transmits, moves the head and trims the tail. Every packet
+ * is classified (rxp_dev_classify / rxp_rss_hash) and checked against its
+ * length. At the end every page must be back: a leak aborts.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxpath/dev.h"
+#include "rxpath/ring.h"
+#include "rxpath/sim.h"
+
+struct in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint32_t take(struct in *in, unsigned bytes)
+{
+	uint32_t v = 0;
+
+	for (unsigned i = 0; i < bytes; i++) {
+		v <<= 8;
+		if (in->n) {
+			v |= *in->p++;
+			in->n--;
+		}
+	}
+	return v;
+}
+
+static struct in *xin;
+
+static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
+{
+	uint32_t op = take(xin, 1);
+
+	if (op & 0x10)
+		rxp_xdp_adjust_head(x, (int)(take(xin, 1)) - 128);
+	if (op & 0x20)
+		rxp_xdp_adjust_tail(x, -(int)take(xin, 2));
+	if (op & 0x40)
+		x->redirect = ctx;
+	switch (op & 7) {
+	case 0:
+		return RXP_XDP_DROP;
+	case 1:
+		return RXP_XDP_TX;
+	case 2:
+		return RXP_XDP_REDIRECT;
+	case 3:
+		return RXP_XDP_ABORTED;
+	case 4:
+		return (enum rxp_xdp_action)99;
+	default:
+		return RXP_XDP_PASS;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const uint32_t bufs[] = {512, 2048, 3072, 2048};
+	static uint8_t frame[RXP_GEN_FRAME_MAX + 64];
+	struct in in = {data, size};
+	struct rxp_pktpool_config pc = {.name = "fuzz", .n_pkts = 256, .n_bufs = 64};
+	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
+	struct rxp_txring *redir = rxp_txring_create(8);
+	struct rxp_rxring_config rc = {0};
+	struct rxp_rxring *r;
+	uint32_t cfg = take(&in, 2);
+
+	xin = &in;
+	rc.count = 4 + (cfg & 0x7f);
+	rc.buf_size = bufs[(cfg >> 7) & 3];
+	rc.headroom = rc.buf_size == 512 ? 64 : 128;
+	rc.page_size = (cfg >> 9) & 1 ? 8192 : 4096;
+	rc.n_pages = (cfg >> 10) & 1 ? rc.count / 2 + 4 : 0;
+	rc.tx_count = 1 + ((cfg >> 11) & 7);
+	rc.pp = pp;
+	rc.xdp = (cfg >> 14) & 1 ? prog : NULL;
+	rc.xdp_ctx = redir;
+	r = rxp_rxring_create(&rc);
+	if (!r || !pp || !redir)
+		abort();
+	for (int ops = 0; in.n && ops < 200; ops++) {
+		uint32_t op = take(&in, 1);
+
+		if (op < 100) {
+			uint32_t len = take(&in, 2) % sizeof(frame), zl = take(&in, 1);
+
+			for (uint32_t i = 0; i < len; i++)
+				frame[i] = (uint8_t)(i < 64 ? take(&in, 1) : i * 7);
+			rxp_rxring_hw_write(r, frame, len, len, zl << (op & 7));
+		} else if (op < 160) {
+			uint32_t len = take(&in, 2) % (rxp_rxring_buf_len(r) + 2);
+
+			for (uint32_t i = 0; i < len && i < 64; i++)
+				frame[i] = (uint8_t)take(&in, 1);
+			rxp_rxring_hw_write_desc(r, frame, len, 0, op & 1);
+		} else {
+			struct rxp_pkt *out[64];
+			unsigned n = 0;
+
+			rxp_rxring_clean(r, 1 + (op & 63), out, 64, &n);
+			for (unsigned i = 0; i < n; i++) {
+				uint32_t hl = rxp_pkt_headlen(out[i]);
+
+				if (out[i]->len != hl + out[i]->data_len)
+					abort();
+				rxp_dev_classify(out[i], op & 1);
+				(void)rxp_rss_hash(out[i]->data, hl, !(op & 2));
+				if (hl > RXP_GEN_HDR_LEN)
+					(void)rxp_gen_verify(out[i]->data, hl);
+				rxp_pkt_consume(out[i]);
+			}
+			if (op & 1) {
+				rxp_txring_hw_send(rxp_rxring_txring(r), op & 15, NULL, NULL);
+				rxp_txring_hw_send(redir, ~0u, NULL, NULL);
+				rxp_txring_complete(redir, ~0u);
+			}
+		}
+	}
+	rxp_txring_destroy(redir);
+	if (rxp_rxring_destroy(r))
+		abort(); /* a page leaked */
+	if (rxp_pktpool_destroy(pp))
+		abort();
+	return 0;
+}
