@@ -28,6 +28,7 @@
 #include "buf/ring.h"
 
 #define TIMER_PERIOD_NS 1000000ull /* reassembly expiry at most once a ms */
+#define STASH_MAX 256               /* >= the largest budget */
 
 struct tipc_peer {
 	bool used;
@@ -47,6 +48,12 @@ struct rxp_worker {
 	struct rxp_net net;
 	struct rxp_mpmc *inbox;
 	struct rxp_worker_stats st;
+	/* Packets for a worker whose inbox was full, in arrival order. While
+	 * any wait here this worker polls no queue: back-pressure, so a slow
+	 * worker stalls the ring (where a device counts what it must drop)
+	 * instead of losing packets between workers. */
+	struct rxp_pkt *stash[STASH_MAX];
+	unsigned nstash;
 	struct tipc_peer peers[RXP_WORKER_TIPC_PEERS];
 } __rxp_cache_aligned;
 
@@ -159,22 +166,50 @@ static void process(struct rxp_worker *w, struct rxp_pkt *pkt)
 	rxp_ip_rcv(&w->net, pkt, w->now);
 }
 
-/* Consumes pkt: processed here, or handed to the worker its hash names. */
+static unsigned target_of(const struct rxp_worker *w, const struct rxp_pkt *pkt)
+{
+	return w->g->n > 1 ? pkt->hash % w->g->n : w->id;
+}
+
+/* Consumes pkt: processed here, handed to the worker its hash names, or
+ * stashed until that worker's inbox has room (dropped only if the stash is
+ * full too, which the budget prevents). */
 static void steer_or_process(struct rxp_worker *w, struct rxp_pkt *pkt)
 {
-	struct rxp_worker_group *g = w->g;
-	unsigned target = g->n > 1 ? pkt->hash % g->n : w->id;
+	unsigned target = target_of(w, pkt);
 	void *obj = pkt;
 
 	if (target == w->id) {
 		process(w, pkt);
 		return;
 	}
-	if (!rxp_mpmc_enqueue(g->w[target]->inbox, &obj, 1, true)) {
+	if (!w->nstash && rxp_mpmc_enqueue(w->g->w[target]->inbox, &obj, 1, true)) {
+		w->st.steered_out++;
+		return;
+	}
+	if (w->nstash == STASH_MAX) {
 		rxp_pkt_drop(pkt, RXP_DROP_STEER_FULL);
 		return;
 	}
-	w->st.steered_out++;
+	w->stash[w->nstash++] = pkt;
+}
+
+/* Retry the stash in order; true when it is empty. */
+static bool stash_flush(struct rxp_worker *w)
+{
+	unsigned i = 0, j = 0;
+
+	for (; i < w->nstash; i++) {
+		void *obj = w->stash[i];
+
+		if (!rxp_mpmc_enqueue(w->g->w[target_of(w, w->stash[i])]->inbox, &obj, 1, true))
+			break;
+		w->st.steered_out++;
+	}
+	for (; i < w->nstash; i++)
+		w->stash[j++] = w->stash[i];
+	w->nstash = j;
+	return j == 0;
 }
 
 static int poll_queues(struct rxp_worker *w, unsigned budget)
@@ -209,7 +244,7 @@ static int poll_queues(struct rxp_worker *w, unsigned budget)
 	w->qnext++;
 	for (unsigned idx = 0; idx < w->nq; idx++)
 		done += !!(w->qdone & (1u << idx));
-	if (w->nq && done == w->nq && !w->input_done) {
+	if (w->nq && done == w->nq && !w->nstash && !w->input_done) {
 		w->input_done = true;
 		atomic_fetch_add(&g->inputs_done, 1);
 	}
@@ -227,7 +262,9 @@ int rxp_worker_poll(struct rxp_worker *w)
 	w->st.polls++;
 	if (!g->cfg.wire_time)
 		w->now = mono_ns();
-	total = poll_queues(w, budget);
+	/* Back-pressure: while packets wait for another worker's inbox, leave
+	 * our queues alone (see the stash). */
+	total = stash_flush(w) ? poll_queues(w, budget) : 0;
 	/* Then what other workers steered to us, within the same budget. */
 	chunk = budget < RXP_ARRAY_SIZE(objs) ? budget : (unsigned)RXP_ARRAY_SIZE(objs);
 	while ((unsigned)total < 2 * budget &&
@@ -260,6 +297,8 @@ static void worker_free(struct rxp_worker *w)
 	if (w->inbox)
 		while (rxp_mpmc_dequeue(w->inbox, &obj, 1, false))
 			rxp_pkt_drop(obj, RXP_DROP_STEER_FULL);
+	for (unsigned i = 0; i < w->nstash; i++)
+		rxp_pkt_drop(w->stash[i], RXP_DROP_STEER_FULL);
 	for (unsigned i = 0; i < RXP_WORKER_TIPC_PEERS; i++)
 		if (w->peers[i].used)
 			rxp_tipc_link_fini(&w->peers[i].link);
