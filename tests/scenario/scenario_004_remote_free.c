@@ -41,6 +41,7 @@ static void test_remote_frees_go_home(void **state)
 	struct rxp_worker_group *g;
 	struct rxp_pktpool_stats ps;
 	struct rxp_worker_stats w0, w1;
+	struct rxp_dev_stats ds;
 	volatile bool stop = false;
 
 	assert_non_null(dev);
@@ -57,7 +58,18 @@ static void test_remote_frees_go_home(void **state)
 	       atomic_load(&delivered), (unsigned long long)w1.datagrams,
 	       (unsigned long long)ps.pkts.alloc, (unsigned long long)ps.pkts.deferred,
 	       (unsigned long long)ps.pkts.defer_overflow, (unsigned long long)ps.pkts.drained);
-	assert_int_equal(atomic_load(&delivered), COUNT);
+	for (unsigned r = 0; r < RXP_DROP_MAX; r++)
+		if (ps.drops[r])
+			printf("[scenario_004] drop %s: %llu\n", rxp_drop_reason_name(r),
+			       (unsigned long long)ps.drops[r]);
+	rxp_dev_get_stats(dev, &ds);
+	printf("[scenario_004] device: rx_no_buffer %llu\n", (unsigned long long)ds.rx_no_buffer);
+	/* A starved worker 1 holds pages, so the ring may run dry: the NIC
+	 * then drops frames, counted (each costs at most one datagram). */
+	assert_true(atomic_load(&delivered) + ds.rx_no_buffer >= COUNT);
+	assert_true(atomic_load(&delivered) <= COUNT);
+	if (!ds.rx_no_buffer)
+		assert_int_equal(atomic_load(&delivered), COUNT);
 	assert_int_equal(atomic_load(&bad), 0);
 	assert_int_equal(w1.rx_frames, 0);
 	assert_true(w1.steered_in > 0 && w1.datagrams > 0);
