@@ -397,6 +397,8 @@ unsigned rxp_worker_id(const struct rxp_worker *w)
 struct run_arg {
 	struct rxp_worker *w;
 	volatile bool *stop;
+	atomic_uint *ready;
+	unsigned expected;
 };
 
 static void *run_thread(void *a)
@@ -410,6 +412,13 @@ static void *run_thread(void *a)
 	CPU_ZERO(&set);
 	CPU_SET(w->id % (ncpu > 0 ? (unsigned)ncpu : 1u), &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	/* Every worker takes its thread id before any of them can finish: a
+	 * worker that exited early would free its id for another to inherit,
+	 * and with it the ownership of its objects. */
+	(void)rxp_thread_id();
+	atomic_fetch_add(ra->ready, 1);
+	while (atomic_load(ra->ready) < ra->expected && !*ra->stop)
+		sched_yield();
 	while (!*ra->stop) {
 		int n = rxp_worker_poll(w);
 
@@ -432,15 +441,18 @@ int rxp_worker_group_run(struct rxp_worker_group *g, volatile bool *stop)
 {
 	pthread_t th[RXP_WORKER_MAX];
 	struct run_arg ra[RXP_WORKER_MAX];
+	atomic_uint ready = 0;
 	unsigned started = 0;
 	int err = 0;
 
 	for (unsigned i = 0; i < g->n; i++) {
 		ra[i].w = g->w[i];
 		ra[i].stop = stop;
+		ra[i].ready = &ready;
+		ra[i].expected = g->n;
 		if (pthread_create(&th[i], NULL, run_thread, &ra[i])) {
 			err = -EAGAIN;
-			*stop = true;
+			*stop = true; /* the started ones stop waiting and return */
 			break;
 		}
 		started++;

@@ -80,6 +80,7 @@ static void test_remote_frees_go_home(void **state)
 	 * half of the traffic it kept */
 	assert_true(ps.pkts.free - ps.pkts.deferred - ps.pkts.defer_overflow > ps.pkts.free / 4);
 	rxp_worker_group_destroy(g);
+	rxp_pktpool_drain_deferred(pp); /* hand over this thread's staged frees */
 	/* worker 1 freed worker 0's packets (and this thread the fragments a
 	 * dry ring left in its queues): they went home through the deferred
 	 * list or, past the cap, the shared ring, never lost */
