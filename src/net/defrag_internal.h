@@ -72,6 +72,7 @@ struct dfr_queue {
 	struct dfr_tree runs;      /* strict */
 	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
 	struct dfr_cb *last_run;
+	uint32_t tail_end;         /* strict: where tail ends (saves touching it) */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
 	uint8_t *blocks;           /* policy: 8-byte blocks received */
 	uint32_t nblocks;          /* policy: blocks set */
