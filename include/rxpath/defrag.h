@@ -123,7 +123,7 @@ struct rxp_defrag_config {
 	uint64_t timeout_v4_ns;   /* 0: 30 s */
 	uint64_t timeout_v6_ns;   /* 0: 60 s */
 	int max_dist;             /* IPv4 per source; 0: 64; <0: off */
-	uint32_t zone;            /* part of every key (VRF / VLAN / ifindex) */
+	uint32_t zone;            /* key zone for rxp_defrag() (VRF / VLAN / ifindex) */
 	rxp_defrag_overlap_fn overlap_cb;
 	void *overlap_arg;
 	rxp_defrag_discard_fn discard_cb;
@@ -158,6 +158,11 @@ void rxp_defrag_table_destroy(struct rxp_defrag_table *t);
 /* Consumes pkt (data at the IPv4 or IPv6 header). Returns pkt itself when it
  * is not a fragment, a complete datagram, or NULL. */
 struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns);
+
+/* The same with the zone given per packet (VLAN, VRF or interface the
+ * packet came in on) instead of config.zone. Consumes pkt. */
+struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+				uint64_t now_ns);
 
 /* Expire queues whose timer has passed; returns how many. */
 unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns);

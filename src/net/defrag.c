@@ -395,6 +395,12 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 
 struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns)
 {
+	return rxp_defrag_zone(t, pkt, t->cfg.zone, now_ns);
+}
+
+struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+				uint64_t now_ns)
+{
 	struct dfr_info fi;
 	struct dfr_queue *q;
 	struct dfr_cb *cb = dfr_cb(pkt);
@@ -408,9 +414,9 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 	if (!v)
 		return pkt;
 	if ((*v >> 4) == 4)
-		r = dfr_ipv4_parse(pkt, &fi, t->cfg.zone);
+		r = dfr_ipv4_parse(pkt, &fi, zone);
 	else if ((*v >> 4) == 6)
-		r = dfr_ipv6_parse(pkt, &fi, t->cfg.zone, &atomic);
+		r = dfr_ipv6_parse(pkt, &fi, zone, &atomic);
 	else
 		return pkt;
 	if (r < 0) {
