@@ -59,16 +59,21 @@
  *
  * Memory pressure (config.pressure):
  *   RXP_DEFRAG_PRESSURE_EVICT (default): a fragment is admitted while it
- *     fits under mem_limit. When it does not, queues are evicted to make
- *     room, walking from the oldest, but only queues that are less filled
- *     than the one the fragment joins would be after it (fill = bytes
- *     received / datagram length, the length taken as 65535 while the last
- *     fragment is missing); at most 64 queues are looked at per fragment.
- *     So a fragment that completes or nearly completes a datagram is
- *     admitted at the expense of old, sparse queues (the FragmentSmack and
- *     loss residue), and a fresh sparse queue cannot push out a nearly
- *     complete one. Each evicted queue counts in evictions and ReasmFails.
- *     The same rule applies when max_queues is reached.
+ *     fits under mem_limit, and a fragment that completes its datagram is
+ *     always admitted (it leaves at once with its queue). Otherwise queues
+ *     are evicted to make room, least recently fed first (at most 64 looked
+ *     at per fragment), but only queues that are
+ *       - less filled than the arriving fragment's queue will be after it
+ *         (fill = bytes received / datagram length, the length taken as
+ *         65535 while the last fragment is missing), or
+ *       - stale: no fragment of theirs among the last 256 the table
+ *         accepted (a queue that stopped receiving has most likely lost a
+ *         fragment and will only time out).
+ *     So stale queues left by loss and sparse FragmentSmack queues go first,
+ *     a fresh sparse queue cannot push out a nearly complete one that is
+ *     still being fed, and goodput does not collapse while stale queues
+ *     wait for their timeout. Each evicted queue counts in evictions and
+ *     ReasmFails. The same rule applies when max_queues is reached.
  *   RXP_DEFRAG_PRESSURE_LINUX: while memory is over the cap every fragment
  *     is dropped, even one that would complete a datagram (Linux's
  *     high_thresh behaviour; kept for comparison).

@@ -19,6 +19,10 @@
 #include "net/defrag_internal.h"
 
 #define DFR_EVICT_SCAN 64
+/* A queue that has gone this many accepted fragments (table-wide) without
+ * one of its own has most likely lost one: it may be evicted whatever its
+ * fill. A datagram in progress gets its fragments far more often. */
+#define DFR_STALE_FRAGS 256
 
 static const char *const policy_names[RXP_DEFRAG_POLICY_MAX] = {
 	"strict", "first", "last", "bsd", "bsd-right", "linux", "windows", "solaris",
@@ -98,6 +102,7 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	}
 	TAILQ_INIT(&t->fifo[0]);
 	TAILQ_INIT(&t->fifo[1]);
+	TAILQ_INIT(&t->lru);
 	return t;
 nomem:
 	if (t) {
@@ -180,6 +185,7 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
+	TAILQ_REMOVE(&t->lru, q, lru);
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
 	q->in_use = false;
@@ -222,6 +228,8 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	q->hnext = *b;
 	*b = q;
 	arm(t, q, now);
+	q->last_seq = t->seq;
+	TAILQ_INSERT_TAIL(&t->lru, q, lru);
 	t->c.queues++;
 	t->c.mem += qcharge(t);
 	if (t->c.mem > t->c.mem_high_water)
@@ -288,26 +296,25 @@ static uint32_t queue_fill(const struct dfr_queue *q)
 	return fill_of(q->meat, q->len, q->flags & DFR_F_LAST);
 }
 
-/* Evict queues older and less filled than cand_fill (not keep) until need
- * bytes and, with want_q, a free queue are available. */
+/* Evict queues, least recently fed first, until need bytes and (with
+ * want_q) a free queue are available. A queue goes if it is less filled
+ * than cand_fill (what the arriving fragment's queue will be) or stale;
+ * keep (the arriving fragment's own queue) never goes. */
 static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 		      const struct dfr_queue *keep, uint32_t cand_fill)
 {
-	unsigned scanned = 0;
+	struct dfr_queue *q = TAILQ_FIRST(&t->lru), *nx;
 
-	for (int f = 0; f < 2; f++) {
-		struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]), *nx;
-
-		for (; q && scanned < DFR_EVICT_SCAN; q = nx, scanned++) {
-			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
-				return true;
-			nx = TAILQ_NEXT(q, tq);
-			if (q == keep || queue_fill(q) >= cand_fill)
-				continue;
-			t->c.evictions++;
-			t->c.ReasmFails++;
-			queue_kill(t, q, RXP_DROP_FRAG_EVICT);
-		}
+	for (unsigned scanned = 0; q && scanned < DFR_EVICT_SCAN; q = nx, scanned++) {
+		if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
+			return true;
+		nx = TAILQ_NEXT(q, lru);
+		if (q == keep ||
+		    (queue_fill(q) >= cand_fill && t->seq - q->last_seq <= DFR_STALE_FRAGS))
+			continue;
+		t->c.evictions++;
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_EVICT);
 	}
 	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq);
 }
@@ -533,6 +540,9 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return NULL;
 	}
 	q->nfrags++;
+	q->last_seq = ++t->seq;
+	TAILQ_REMOVE(&t->lru, q, lru);
+	TAILQ_INSERT_TAIL(&t->lru, q, lru);
 	q->mem += tsize;
 	t->c.mem += tsize;
 	if (t->c.mem > t->c.mem_high_water)

@@ -67,6 +67,8 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 struct dfr_queue {
 	struct dfr_queue *hnext;
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
+	TAILQ_ENTRY(dfr_queue) lru; /* by last accepted fragment, oldest first */
+	uint64_t last_seq;         /* table fragment count at the last accept */
 	struct dfr_key key;
 	uint64_t expires;
 	struct dfr_tree runs;      /* strict */
@@ -101,6 +103,8 @@ struct rxp_defrag_table {
 	struct dfr_queue *qarr;
 	struct dfr_queue *freeq; /* linked through hnext */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
+	struct dfr_fifo lru;     /* eviction order */
+	uint64_t seq;            /* fragments accepted so far */
 	uint32_t *peer_rid;
 	uint8_t *blockmem;       /* policy: 1 KiB per queue */
 	uint16_t *owner;         /* policy: scratch, one entry per payload byte */
