@@ -67,7 +67,7 @@ static void test_goodput_vs_loss(void **state)
 
 		printf("%6.1f%% %10.0f %14lu %14lu\n", losses[i] * 100, ideal, ev, lx);
 		/* rxpath stays near the ideal at every loss rate. */
-		assert_true(ev >= 0.85 * ideal);
+		assert_true(ev >= 0.75 * ideal);
 		/* From 1% on, stale queues fill the cap and Linux-like collapses. */
 		if (losses[i] >= 0.01)
 			assert_true(lx < 0.5 * ideal);
