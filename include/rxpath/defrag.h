@@ -61,8 +61,8 @@
  *   RXP_DEFRAG_PRESSURE_EVICT (default): a fragment is admitted while it
  *     fits under mem_limit, and a fragment that completes its datagram is
  *     always admitted (it leaves at once with its queue). Otherwise queues
- *     are evicted to make room, least recently fed first (at most 64 looked
- *     at per fragment), but only queues that are
+ *     are evicted to make room, oldest first (at most 64 looked at per
+ *     fragment), but only queues that are
  *       - less filled than the arriving fragment's queue will be after it
  *         (fill = bytes received / datagram length, the length taken as
  *         65535 while the last fragment is missing), or

@@ -102,7 +102,6 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	}
 	TAILQ_INIT(&t->fifo[0]);
 	TAILQ_INIT(&t->fifo[1]);
-	TAILQ_INIT(&t->lru);
 	return t;
 nomem:
 	if (t) {
@@ -185,7 +184,6 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
-	TAILQ_REMOVE(&t->lru, q, lru);
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
 	q->in_use = false;
@@ -229,7 +227,6 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	*b = q;
 	arm(t, q, now);
 	q->last_seq = t->seq;
-	TAILQ_INSERT_TAIL(&t->lru, q, lru);
 	t->c.queues++;
 	t->c.mem += qcharge(t);
 	if (t->c.mem > t->c.mem_high_water)
@@ -296,25 +293,29 @@ static uint32_t queue_fill(const struct dfr_queue *q)
 	return fill_of(q->meat, q->len, q->flags & DFR_F_LAST);
 }
 
-/* Evict queues, least recently fed first, until need bytes and (with
- * want_q) a free queue are available. A queue goes if it is less filled
- * than cand_fill (what the arriving fragment's queue will be) or stale;
- * keep (the arriving fragment's own queue) never goes. */
+/* Evict queues, oldest first, until need bytes and (with want_q) a free
+ * queue are available. A queue goes if it is less filled than cand_fill
+ * (what the arriving fragment's queue will be) or stale; keep (the arriving
+ * fragment's own queue) never goes. */
 static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 		      const struct dfr_queue *keep, uint32_t cand_fill)
 {
-	struct dfr_queue *q = TAILQ_FIRST(&t->lru), *nx;
+	unsigned scanned = 0;
 
-	for (unsigned scanned = 0; q && scanned < DFR_EVICT_SCAN; q = nx, scanned++) {
-		if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
-			return true;
-		nx = TAILQ_NEXT(q, lru);
-		if (q == keep ||
-		    (queue_fill(q) >= cand_fill && t->seq - q->last_seq <= DFR_STALE_FRAGS))
-			continue;
-		t->c.evictions++;
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_EVICT);
+	for (int f = 0; f < 2; f++) {
+		struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]), *nx;
+
+		for (; q && scanned < DFR_EVICT_SCAN; q = nx, scanned++) {
+			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
+				return true;
+			nx = TAILQ_NEXT(q, tq);
+			if (q == keep || (queue_fill(q) >= cand_fill &&
+					  t->seq - q->last_seq <= DFR_STALE_FRAGS))
+				continue;
+			t->c.evictions++;
+			t->c.ReasmFails++;
+			queue_kill(t, q, RXP_DROP_FRAG_EVICT);
+		}
 	}
 	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq);
 }
@@ -434,7 +435,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	if (r == 0 && !atomic)
 		return pkt;
 	t->c.ReasmReqds++;
-	memset(cb, 0, sizeof(*cb));
+	cb->hdrlen = 0; /* only what we read: the rest of cb is set on insert */
 	flen = fi.end - fi.off;
 	if (rxp_pkt_trim(pkt, fi.hdrlen + flen) || !rxp_pkt_may_pull(pkt, fi.hdrlen)) {
 		t->c.ReasmFails++;
@@ -541,8 +542,6 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	}
 	q->nfrags++;
 	q->last_seq = ++t->seq;
-	TAILQ_REMOVE(&t->lru, q, lru);
-	TAILQ_INSERT_TAIL(&t->lru, q, lru);
 	q->mem += tsize;
 	t->c.mem += tsize;
 	if (t->c.mem > t->c.mem_high_water)

@@ -25,7 +25,7 @@
 struct dfr_cb {
 	RB_ENTRY(dfr_cb) rb;
 	uint32_t off, end;  /* payload offsets of this fragment */
-	uint32_t run_end;   /* run heads only */
+	uint32_t run_end;   /* run heads only; the last run's is q->tail_end */
 	uint16_t hdrlen;    /* header bytes pulled off at insert */
 };
 _Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
@@ -67,14 +67,15 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 struct dfr_queue {
 	struct dfr_queue *hnext;
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
-	TAILQ_ENTRY(dfr_queue) lru; /* by last accepted fragment, oldest first */
 	uint64_t last_seq;         /* table fragment count at the last accept */
 	struct dfr_key key;
 	uint64_t expires;
 	struct dfr_tree runs;      /* strict */
 	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
 	struct dfr_cb *last_run;
-	uint32_t tail_end;         /* strict: where tail ends (saves touching it) */
+	uint32_t tail_end;         /* strict: where tail ends, and so the last run;
+				    * kept here so that appending in order
+				    * touches no older fragment's cb */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
 	uint8_t *blocks;           /* policy: 8-byte blocks received */
 	uint32_t nblocks;          /* policy: blocks set */
@@ -103,7 +104,6 @@ struct rxp_defrag_table {
 	struct dfr_queue *qarr;
 	struct dfr_queue *freeq; /* linked through hnext */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
-	struct dfr_fifo lru;     /* eviction order */
 	uint64_t seq;            /* fragments accepted so far */
 	uint32_t *peer_rid;
 	uint8_t *blockmem;       /* policy: 1 KiB per queue */

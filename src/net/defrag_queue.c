@@ -43,13 +43,14 @@ int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
 		return DFR_OK;
 	}
 	if (q->tail_end == cb->off) {
-		/* The common case: in order, extend the last run. */
+		/* The common case: in order, extend the last run (its
+		 * run_end is written back before anyone reads it). */
 		q->tail->next = pkt;
 		q->tail = pkt;
 		q->tail_end = cb->end;
-		q->last_run->run_end = cb->end;
 		return DFR_OK;
 	}
+	q->last_run->run_end = q->tail_end;
 	if (q->tail_end < cb->off) {
 		RB_INSERT(dfr_tree, &q->runs, cb);
 		q->last_run = cb;
