@@ -26,10 +26,14 @@
  *       last      the later fragment wins
  *       bsd       the later wins if it starts before the earlier
  *       bsd-right the later wins if it starts at or before and ends after
- *       linux     as bsd, and the later also wins at the same start when it
- *                 ends after
+ *       linux     the later wins if it starts at or before the earlier
  *       windows   the later wins if it starts before and ends after
  *       solaris   the later wins if it starts before and ends at or after
+ *     On the Sturges/Novak overlap pattern these give the bytes Suricata's
+ *     tests expect for first, last, bsd, linux, windows and solaris
+ *     (tests/unit/test_defrag_policy.c); bsd-right (which Suricata does not
+ *     implement) follows Snort's description and is not checked against
+ *     another implementation.
  *     Each overlap is counted (policy_overlaps) and reported to the optional
  *     overlap callback with its range and whether the bytes differ. Policy
  *     mode keeps fragments unmerged and builds a linear datagram by copying.

@@ -195,7 +195,7 @@ static bool later_wins(enum rxp_defrag_policy pol, const struct dfr_cb *nw,
 	case RXP_DEFRAG_BSD_RIGHT:
 		return nw->off <= old->off && nw->end > old->end;
 	case RXP_DEFRAG_LINUX:
-		return nw->off < old->off || (nw->off == old->off && nw->end > old->end);
+		return nw->off <= old->off;
 	case RXP_DEFRAG_WINDOWS:
 		return nw->off < old->off && nw->end > old->end;
 	case RXP_DEFRAG_SOLARIS:
