@@ -114,13 +114,11 @@ static struct rxp_pkt **rx_build(struct rxp_pktpool *pp, const struct fdesc *f, 
 	return v;
 }
 
-/* Returns seconds; checks every datagram completed. */
-static double rx_run(struct rxp_pktpool *pp, struct rxp_defrag_table *t, const struct fdesc *f,
-		     size_t n, uint32_t expect)
+/* The timed part alone (callgrind: --toggle-collect=rx_loop). */
+static __attribute__((noinline)) uint32_t rx_loop(struct rxp_defrag_table *t, struct rxp_pkt **v,
+						  size_t n)
 {
-	struct rxp_pkt **v = rx_build(pp, f, n);
 	uint32_t done = 0;
-	uint64_t t0 = bench_now_ns();
 
 	for (size_t i = 0; i < n; i++) {
 		struct rxp_pkt *r;
@@ -132,12 +130,21 @@ static double rx_run(struct rxp_pktpool *pp, struct rxp_defrag_table *t, const s
 		if (i + PF < n)
 			__builtin_prefetch(v[i + PF]->data);
 		r = rxp_defrag(t, v[i], 0);
-
 		if (r) {
 			done++;
 			rxp_pkt_consume(r);
 		}
 	}
+	return done;
+}
+
+/* Returns seconds; checks every datagram completed. */
+static double rx_run(struct rxp_pktpool *pp, struct rxp_defrag_table *t, const struct fdesc *f,
+		     size_t n, uint32_t expect)
+{
+	struct rxp_pkt **v = rx_build(pp, f, n);
+	uint64_t t0 = bench_now_ns();
+	uint32_t done = rx_loop(t, v, n);
 	uint64_t t1 = bench_now_ns();
 
 	free(v);
@@ -169,10 +176,34 @@ static int dp_init(void)
 	return dp_pool && dp_tbl ? 0 : -1;
 }
 
+/* The timed part alone (callgrind: --toggle-collect=dp_loop). */
+static __attribute__((noinline)) uint32_t dp_loop(struct rte_mbuf **v, size_t n)
+{
+	uint32_t done = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct rte_mbuf *r;
+
+		if (i + 2 * PF < n)
+			rte_prefetch0(v[i + 2 * PF]);
+		if (i + PF < n)
+			rte_prefetch0(rte_pktmbuf_mtod(v[i + PF], void *));
+		r = rte_ipv4_frag_reassemble_packet(dp_tbl, &dp_dr, v[i], 0,
+						    rte_pktmbuf_mtod(v[i], struct rte_ipv4_hdr *));
+		if (r) {
+			done++;
+			rte_pktmbuf_free(r);
+		}
+		if ((i & 31) == 31)
+			rte_ip_frag_free_death_row(&dp_dr, 3);
+	}
+	rte_ip_frag_free_death_row(&dp_dr, 3);
+	return done;
+}
+
 static double dp_run(const struct fdesc *f, size_t n, uint32_t expect)
 {
 	struct rte_mbuf **v = malloc(sizeof(*v) * n);
-	uint32_t done = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		v[i] = rte_pktmbuf_alloc(dp_pool);
@@ -185,25 +216,7 @@ static double dp_run(const struct fdesc *f, size_t n, uint32_t expect)
 		v[i]->l3_len = 20;
 	}
 	uint64_t t0 = bench_now_ns();
-
-	for (size_t i = 0; i < n; i++) {
-		struct rte_mbuf *r;
-
-		if (i + 2 * PF < n)
-			rte_prefetch0(v[i + 2 * PF]);
-		if (i + PF < n)
-			rte_prefetch0(rte_pktmbuf_mtod(v[i + PF], void *));
-		r = rte_ipv4_frag_reassemble_packet(
-			dp_tbl, &dp_dr, v[i], 0, rte_pktmbuf_mtod(v[i], struct rte_ipv4_hdr *));
-
-		if (r) {
-			done++;
-			rte_pktmbuf_free(r);
-		}
-		if ((i & 31) == 31)
-			rte_ip_frag_free_death_row(&dp_dr, 3);
-	}
-	rte_ip_frag_free_death_row(&dp_dr, 3);
+	uint32_t done = dp_loop(v, n);
 	uint64_t t1 = bench_now_ns();
 
 	free(v);
@@ -320,7 +333,25 @@ int main(int argc, char **argv)
 	else
 		fprintf(stderr, "bench defrag: DPDK EAL init failed; rxpath rows only\n");
 #endif
-	for (uint32_t k = 2; k <= 8; k += 2) {
+	if (getenv("RXP_BENCH_ONE")) {
+		/* One config, one run of each: for callgrind instruction counts
+		 * (RXP_BENCH_ONE=k,order with order 0 in-order, 1 reversed, 2
+		 * shuffled). */
+		unsigned k = 4, ord = 0;
+
+		sscanf(getenv("RXP_BENCH_ONE"), "%u,%u", &k, &ord);
+		if (k < 2 || k > 8 || ord > 2)
+			return 2;
+		struct fdesc *f = make_feed(nd, k, FRAG_PAY, (enum order)ord);
+#ifdef RXP_HAVE_DPDK
+		if (have_dpdk)
+			printf("dpdk   %.1f ns/frag\n", dp_run(f, (size_t)nd * k, nd) * 1e9 / (nd * k));
+#endif
+		printf("rxpath %.1f ns/frag\n", rx_run(pp, t, f, (size_t)nd * k, nd) * 1e9 / (nd * k));
+		free(f);
+		o.runs = 0;
+	}
+	for (uint32_t k = 2; k <= 8 && o.runs; k += 2) {
 		for (int ord = 0; ord < 3; ord++) {
 			struct fdesc *f = make_feed(nd, k, FRAG_PAY, (enum order)ord);
 			size_t n = (size_t)nd * k;
@@ -351,7 +382,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	{
+	if (o.runs) {
 		uint32_t n45 = o.quick ? 200 : 1000;
 		struct fdesc *f = make_feed(n45, 45, 1448, SHUFFLED);
 		double rx[64];
@@ -364,7 +395,7 @@ int main(int argc, char **argv)
 		bench_add(&tab, "k=45 (64KB) shuffled", "rxpath dgram/s", "M/s", m, 0, NULL);
 		bench_add(&tab, "k=45 (64KB) shuffled", "rxpath frag/s", "M/s", m * 45, 0, NULL);
 	}
-	for (uint32_t n = 64; n <= (o.quick ? 4096u : 65536u); n *= 4) {
+	for (uint32_t n = 64; o.runs && n <= (o.quick ? 4096u : 65536u); n *= 4) {
 		double ns[64];
 		char v[64];
 
@@ -374,7 +405,8 @@ int main(int argc, char **argv)
 		bench_add(&tab, "fragmentsmack", v, "ns", bench_median(ns, o.runs), 1,
 			  n == 64 ? NULL : "n=64 ns/frag");
 	}
-	bench_report(&tab, &o);
+	if (o.runs)
+		bench_report(&tab, &o);
 	rxp_defrag_table_destroy(t);
 	rxp_pktpool_destroy(pp);
 	rxp_pktpool_destroy(pp45);

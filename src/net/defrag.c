@@ -128,7 +128,7 @@ static uint64_t key_hash(const struct rxp_defrag_table *t, const struct dfr_key 
 {
 	uint64_t h;
 
-	crypto_shorthash((unsigned char *)&h, (const unsigned char *)k, sizeof(*k), t->hkey);
+	crypto_shorthash((unsigned char *)&h, (const unsigned char *)k, dfr_key_len(k), t->hkey);
 	return h;
 }
 
@@ -194,7 +194,7 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 static void queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
 {
 	queue_empty(t, q, r);
-	queue_free(t, q, key_hash(t, &q->key));
+	queue_free(t, q, q->hash);
 }
 
 static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
@@ -217,6 +217,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	t->freeq = q->hnext;
 	memset(q, 0, sizeof(*q));
 	q->key = *k;
+	q->hash = h;
 	q->in_use = true;
 	RB_INIT(&q->runs);
 	if (t->blockmem) {
@@ -334,7 +335,7 @@ static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint
 	uint64_t h;
 	uint32_t start, end;
 
-	crypto_shorthash((unsigned char *)&h, q->key.src, 4, t->hkey);
+	crypto_shorthash((unsigned char *)&h, q->key.addr, 4, t->hkey);
 	end = ++t->peer_rid[h % DFR_PEER_SLOTS];
 	start = q->rid;
 	q->rid = end;
@@ -396,7 +397,7 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h)
 {
 	for (struct dfr_queue *q = *bucket(t, h); q; q = q->hnext)
-		if (!memcmp(&q->key, k, sizeof(*k)))
+		if (q->hash == h && !memcmp(&q->key, k, dfr_key_len(k)))
 			return q;
 	return NULL;
 }

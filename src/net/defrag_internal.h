@@ -41,14 +41,22 @@ static inline struct rxp_pkt *dfr_pkt(struct dfr_cb *cb)
 
 RB_HEAD(dfr_tree, dfr_cb);
 
+/* Only the first dfr_key_len() bytes are meaningful (and hashed and
+ * compared): IPv4 addresses sit packed at the start of addr, so an IPv4 key
+ * is 20 bytes, which halves the SipHash work per fragment. */
 struct dfr_key {
 	uint8_t family; /* 4 or 6 */
 	uint8_t proto;  /* IPv4 only */
 	uint16_t pad;
 	uint32_t id;
 	uint32_t zone;
-	uint8_t src[16], dst[16];
+	uint8_t addr[32]; /* IPv4: src[4] dst[4]; IPv6: src[16] dst[16] */
 };
+
+static inline size_t dfr_key_len(const struct dfr_key *k)
+{
+	return offsetof(struct dfr_key, addr) + (k->family == 4 ? 8u : 32u);
+}
 
 /* Parsed fragment, from the family glue. */
 struct dfr_info {
@@ -69,6 +77,7 @@ struct dfr_queue {
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
 	uint64_t last_seq;         /* table fragment count at the last accept */
 	struct dfr_key key;
+	uint64_t hash;             /* of key, under the table's SipHash key */
 	uint64_t expires;
 	struct dfr_tree runs;      /* strict */
 	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
