@@ -219,6 +219,14 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	q->key = *k;
 	q->hash = h;
 	q->in_use = true;
+	if (k->family == 4 && t->cfg.max_dist > 0) {
+		/* Once per queue: the source's slot, keyed so that nobody can
+		 * aim other sources at it. Collisions only share a counter. */
+		uint64_t ph;
+
+		crypto_shorthash((unsigned char *)&ph, k->addr, 4, t->hkey);
+		q->peer = (uint32_t)(ph % DFR_PEER_SLOTS);
+	}
 	RB_INIT(&q->runs);
 	if (t->blockmem) {
 		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
@@ -332,11 +340,9 @@ static uint8_t ecn_combine(uint8_t m)
 
 static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 {
-	uint64_t h;
 	uint32_t start, end;
 
-	crypto_shorthash((unsigned char *)&h, q->key.addr, 4, t->hkey);
-	end = ++t->peer_rid[h % DFR_PEER_SLOTS];
+	end = ++t->peer_rid[q->peer];
 	start = q->rid;
 	q->rid = end;
 	if (!q->nfrags || end - start <= (uint32_t)t->cfg.max_dist)
@@ -438,7 +444,8 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	t->c.ReasmReqds++;
 	cb->hdrlen = 0; /* only what we read: the rest of cb is set on insert */
 	flen = fi.end - fi.off;
-	if (rxp_pkt_trim(pkt, fi.hdrlen + flen) || !rxp_pkt_may_pull(pkt, fi.hdrlen)) {
+	if ((pkt->len != fi.hdrlen + flen && rxp_pkt_trim(pkt, fi.hdrlen + flen)) ||
+	    (rxp_pkt_headlen(pkt) < fi.hdrlen && !rxp_pkt_may_pull(pkt, fi.hdrlen))) {
 		t->c.ReasmFails++;
 		rxp_pkt_drop(pkt, RXP_DROP_NOMEM);
 		return NULL;

@@ -93,6 +93,7 @@ struct dfr_queue {
 	uint32_t max_size, max_df_size;
 	uint64_t mem;
 	uint32_t rid;
+	uint32_t peer;             /* IPv4: slot of the source's max_dist counter */
 	uint16_t hdrlen, nhoff;    /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	uint8_t flags;
