@@ -265,10 +265,13 @@ static int defrag_main(int argc, char **argv)
 		goto out;
 	}
 	{
+		/* Enough packets for what the cap can hold (a fragment costs at
+		 * least a 2 KiB buffer), at most 256K (about 600 MB): past that
+		 * a frame is passed through unprocessed and counted. */
 		uint64_t ml = cfg.mem_limit ? cfg.mem_limit : (4u << 20);
-		uint64_t np = ml / 1024 + 4096;
+		uint64_t np = ml / 2048 + 4096;
 		struct rxp_pktpool_config pc = {
-			.name = "defrag", .n_pkts = (unsigned)(np > (1u << 22) ? (1u << 22) : np),
+			.name = "defrag", .n_pkts = (unsigned)(np > (1u << 18) ? (1u << 18) : np),
 			.n_large = 256,
 		};
 
