@@ -119,8 +119,8 @@ typedef void (*rxp_defrag_overlap_fn)(void *arg, const struct rxp_defrag_overlap
 
 /* Called with each fragment the table is about to drop other than a
  * duplicate of bytes it holds (timeout, eviction, a killed queue, memory
- * refusal, table destroy), data at its IP header as received. It must not keep or free pkt. For tools (rxpath defrag
- * --keep-incomplete). */
+ * refusal, table destroy), data at its IP header as received. It must not
+ * keep or free pkt. For tools (rxpath defrag --keep-incomplete). */
 typedef void (*rxp_defrag_discard_fn)(void *arg, const struct rxp_pkt *pkt);
 
 struct rxp_defrag_config {
@@ -165,7 +165,12 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 void rxp_defrag_table_destroy(struct rxp_defrag_table *t);
 
 /* Consumes pkt (data at the IPv4 or IPv6 header). Returns pkt itself when it
- * is not a fragment, a complete datagram, or NULL. */
+ * is not a fragment (untouched), a complete datagram, or NULL. A datagram
+ * may be the very packet passed in (when it completed its own datagram) and
+ * may be non-linear (page frags, or frag_list in forward mode); its data is
+ * at the IP header, network_off is set, transport_off unset, tstamp_ns is
+ * the completing fragment's. ReasmReqds tells a caller whether pkt was a
+ * fragment at all. */
 struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns);
 
 /* The same with the zone given per packet (VLAN, VRF or interface the
