@@ -3,7 +3,8 @@
  *
  * Reads pcap or pcapng (Ethernet, with up to two VLAN tags, or raw IP link
  * types) through libpcap and writes a pcap (same link type, nanosecond
- * timestamps) in which every complete datagram appears once, reassembled,
+ * timestamps) in which every complete datagram appears once, reassembled
+ * (fragments on different VLANs are different datagrams),
  * at the timestamp of the fragment that completed it, behind that
  * fragment's link header. Unfragmented frames pass through unchanged.
  * Fragments of datagrams that never complete are left out, or written as
@@ -97,11 +98,13 @@ static void on_discard(void *arg, const struct rxp_pkt *pkt)
 	c->out_kept++;
 }
 
-/* Link header length of an Ethernet frame carrying IP, or -1. */
-static int eth_l2len(const uint8_t *b, uint32_t len)
+/* Link header length of an Ethernet frame carrying IP, or -1; *zone gets
+ * the outer VLAN id (0 untagged), which keys reassembly. */
+static int eth_l2len(const uint8_t *b, uint32_t len, uint32_t *zone)
 {
 	uint32_t off = 12;
 
+	*zone = 0;
 	for (int tags = 0; tags < 3; tags++) {
 		uint16_t et;
 
@@ -112,6 +115,10 @@ static int eth_l2len(const uint8_t *b, uint32_t len)
 			return (int)off + 2;
 		if (et != RXP_ETH_P_8021Q && et != 0x88a8)
 			return -1;
+		if (off + 4 > len)
+			return -1;
+		if (!*zone)
+			*zone = ((uint32_t)(b[off + 2] & 0x0f) << 8 | b[off + 3]) + 1;
 		off += 4;
 	}
 	return -1;
@@ -258,10 +265,13 @@ static int defrag_main(int argc, char **argv)
 		goto out;
 	}
 	{
+		/* Enough packets for what the cap can hold (a fragment costs at
+		 * least a 2 KiB buffer), at most 256K (about 600 MB): past that
+		 * a frame is passed through unprocessed and counted. */
 		uint64_t ml = cfg.mem_limit ? cfg.mem_limit : (4u << 20);
-		uint64_t np = ml / 1024 + 4096;
+		uint64_t np = ml / 2048 + 4096;
 		struct rxp_pktpool_config pc = {
-			.name = "defrag", .n_pkts = (unsigned)(np > (1u << 22) ? (1u << 22) : np),
+			.name = "defrag", .n_pkts = (unsigned)(np > (1u << 18) ? (1u << 18) : np),
 			.n_large = 256,
 		};
 
@@ -285,11 +295,12 @@ static int defrag_main(int argc, char **argv)
 		struct rxp_defrag_counters k;
 		struct rxp_pkt *p, *res;
 		int l2 = 0;
+		uint32_t zone = 0;
 
 		c.in++;
 		rxp_defrag_expire(t, now);
 		if (dlt == DLT_EN10MB)
-			l2 = eth_l2len(frame, h->caplen);
+			l2 = eth_l2len(frame, h->caplen, &zone);
 		if (l2 < 0 || (uint32_t)l2 >= h->caplen) {
 			c.nonip++;
 			c.out_pass++;
@@ -309,7 +320,7 @@ static int defrag_main(int argc, char **argv)
 		p->network_off = (uint16_t)(p->data - p->head);
 		rxp_defrag_get_counters(t, &k);
 		reqds = k.ReasmReqds;
-		res = rxp_defrag(t, p, now);
+		res = rxp_defrag_zone(t, p, zone, now);
 		if (!res)
 			continue;
 		rxp_defrag_get_counters(t, &k);

@@ -26,10 +26,14 @@
  *       last      the later fragment wins
  *       bsd       the later wins if it starts before the earlier
  *       bsd-right the later wins if it starts at or before and ends after
- *       linux     as bsd, and the later also wins at the same start when it
- *                 ends after
+ *       linux     the later wins if it starts at or before the earlier
  *       windows   the later wins if it starts before and ends after
  *       solaris   the later wins if it starts before and ends at or after
+ *     On the Sturges/Novak overlap pattern these give the bytes Suricata's
+ *     tests expect for first, last, bsd, linux, windows and solaris
+ *     (tests/unit/test_defrag_policy.c); bsd-right (which Suricata does not
+ *     implement) follows Snort's description and is not checked against
+ *     another implementation.
  *     Each overlap is counted (policy_overlaps) and reported to the optional
  *     overlap callback with its range and whether the bytes differ. Policy
  *     mode keeps fragments unmerged and builds a linear datagram by copying.
@@ -59,19 +63,21 @@
  *
  * Memory pressure (config.pressure):
  *   RXP_DEFRAG_PRESSURE_EVICT (default): a fragment is admitted while it
- *     fits under mem_limit. When it does not, queues are evicted to make
- *     room, walking from the oldest, but only queues that are less filled
- *     than the one the fragment joins would be after it (fill = bytes
- *     received / datagram length, the length taken as 65535 while the last
- *     fragment is missing), or that have stalled: gone quiet for more than
- *     8 times their mean gap between fragments (and at least 1 ms), which
- *     is what a queue that lost a fragment looks like however full it is;
- *     at most 64 queues are looked at per fragment.
- *     So a fragment that completes or nearly completes a datagram is
- *     admitted at the expense of old, sparse queues (the FragmentSmack and
- *     loss residue), and a fresh sparse queue cannot push out a nearly
- *     complete one. Each evicted queue counts in evictions and ReasmFails.
- *     The same rule applies when max_queues is reached.
+ *     fits under mem_limit, and a fragment that completes its datagram is
+ *     always admitted (it leaves at once with its queue). Otherwise queues
+ *     are evicted to make room, oldest first (at most 64 looked at per
+ *     fragment), but only queues that are
+ *       - less filled than the arriving fragment's queue will be after it
+ *         (fill = bytes received / datagram length, the length taken as
+ *         65535 while the last fragment is missing), or
+ *       - stale: no fragment of theirs among the last 256 the table
+ *         accepted (a queue that stopped receiving has most likely lost a
+ *         fragment and will only time out).
+ *     So stale queues left by loss and sparse FragmentSmack queues go first,
+ *     a fresh sparse queue cannot push out a nearly complete one that is
+ *     still being fed, and goodput does not collapse while stale queues
+ *     wait for their timeout. Each evicted queue counts in evictions and
+ *     ReasmFails. The same rule applies when max_queues is reached.
  *   RXP_DEFRAG_PRESSURE_LINUX: while memory is over the cap every fragment
  *     is dropped, even one that would complete a datagram (Linux's
  *     high_thresh behaviour; kept for comparison).
@@ -113,8 +119,8 @@ typedef void (*rxp_defrag_overlap_fn)(void *arg, const struct rxp_defrag_overlap
 
 /* Called with each fragment the table is about to drop other than a
  * duplicate of bytes it holds (timeout, eviction, a killed queue, memory
- * refusal, table destroy), data at its IP header as received. It must not keep or free pkt. For tools (rxpath defrag
- * --keep-incomplete). */
+ * refusal, table destroy), data at its IP header as received. It must not
+ * keep or free pkt. For tools (rxpath defrag --keep-incomplete). */
 typedef void (*rxp_defrag_discard_fn)(void *arg, const struct rxp_pkt *pkt);
 
 struct rxp_defrag_config {
@@ -126,7 +132,7 @@ struct rxp_defrag_config {
 	uint64_t timeout_v4_ns;   /* 0: 30 s */
 	uint64_t timeout_v6_ns;   /* 0: 60 s */
 	int max_dist;             /* IPv4 per source; 0: 64; <0: off */
-	uint32_t zone;            /* part of every key (VRF / VLAN / ifindex) */
+	uint32_t zone;            /* key zone for rxp_defrag() (VRF / VLAN / ifindex) */
 	rxp_defrag_overlap_fn overlap_cb;
 	void *overlap_arg;
 	rxp_defrag_discard_fn discard_cb;
@@ -159,8 +165,18 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 void rxp_defrag_table_destroy(struct rxp_defrag_table *t);
 
 /* Consumes pkt (data at the IPv4 or IPv6 header). Returns pkt itself when it
- * is not a fragment, a complete datagram, or NULL. */
+ * is not a fragment (untouched), a complete datagram, or NULL. A datagram
+ * may be the very packet passed in (when it completed its own datagram) and
+ * may be non-linear (page frags, or frag_list in forward mode); its data is
+ * at the IP header, network_off is set, transport_off unset, tstamp_ns is
+ * the completing fragment's. ReasmReqds tells a caller whether pkt was a
+ * fragment at all. */
 struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns);
+
+/* The same with the zone given per packet (VLAN, VRF or interface the
+ * packet came in on) instead of config.zone. Consumes pkt. */
+struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+				uint64_t now_ns);
 
 /* Expire queues whose timer has passed; returns how many. */
 unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns);

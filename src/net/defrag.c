@@ -19,7 +19,10 @@
 #include "net/defrag_internal.h"
 
 #define DFR_EVICT_SCAN 64
-#define DFR_STALL_MIN_NS 1000000ull /* a queue quiet for less is never stalled */
+/* A queue that has gone this many accepted fragments (table-wide) without
+ * one of its own has most likely lost one: it may be evicted whatever its
+ * fill. A datagram in progress gets its fragments far more often. */
+#define DFR_STALE_FRAGS 256
 
 static const char *const policy_names[RXP_DEFRAG_POLICY_MAX] = {
 	"strict", "first", "last", "bsd", "bsd-right", "linux", "windows", "solaris",
@@ -125,7 +128,7 @@ static uint64_t key_hash(const struct rxp_defrag_table *t, const struct dfr_key 
 {
 	uint64_t h;
 
-	crypto_shorthash((unsigned char *)&h, (const unsigned char *)k, sizeof(*k), t->hkey);
+	crypto_shorthash((unsigned char *)&h, (const unsigned char *)k, dfr_key_len(k), t->hkey);
 	return h;
 }
 
@@ -191,7 +194,7 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 static void queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
 {
 	queue_empty(t, q, r);
-	queue_free(t, q, key_hash(t, &q->key));
+	queue_free(t, q, q->hash);
 }
 
 static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
@@ -214,8 +217,16 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	t->freeq = q->hnext;
 	memset(q, 0, sizeof(*q));
 	q->key = *k;
+	q->hash = h;
 	q->in_use = true;
-	q->first = q->last = now;
+	if (k->family == 4 && t->cfg.max_dist > 0) {
+		/* Once per queue: the source's slot, keyed so that nobody can
+		 * aim other sources at it. Collisions only share a counter. */
+		uint64_t ph;
+
+		crypto_shorthash((unsigned char *)&ph, k->addr, 4, t->hkey);
+		q->peer = (uint32_t)(ph % DFR_PEER_SLOTS);
+	}
 	RB_INIT(&q->runs);
 	if (t->blockmem) {
 		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
@@ -224,6 +235,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	q->hnext = *b;
 	*b = q;
 	arm(t, q, now);
+	q->last_seq = t->seq;
 	t->c.queues++;
 	t->c.mem += qcharge(t);
 	if (t->c.mem > t->c.mem_high_water)
@@ -290,21 +302,12 @@ static uint32_t queue_fill(const struct dfr_queue *q)
 	return fill_of(q->meat, q->len, q->flags & DFR_F_LAST);
 }
 
-/* A queue that has gone quiet for much longer than its fragments used to
- * take to arrive has most likely lost one: it will sit until its timeout
- * whatever its fill (the loss residue of thread 001). */
-static bool stalled(const struct dfr_queue *q, uint64_t now)
-{
-	uint64_t gap = q->nfrags > 1 ? (q->last - q->first) / (q->nfrags - 1) : 0;
-	uint64_t thresh = 8 * gap > DFR_STALL_MIN_NS ? 8 * gap : DFR_STALL_MIN_NS;
-
-	return now > q->last && now - q->last > thresh;
-}
-
-/* Evict older queues that are stalled or less filled than cand_fill (not
- * keep) until need bytes and, with want_q, a free queue are available. */
+/* Evict queues, oldest first, until need bytes and (with want_q) a free
+ * queue are available. A queue goes if it is less filled than cand_fill
+ * (what the arriving fragment's queue will be) or stale; keep (the arriving
+ * fragment's own queue) never goes. */
 static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
-		      const struct dfr_queue *keep, uint32_t cand_fill, uint64_t now)
+		      const struct dfr_queue *keep, uint32_t cand_fill)
 {
 	unsigned scanned = 0;
 
@@ -315,7 +318,8 @@ static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
 				return true;
 			nx = TAILQ_NEXT(q, tq);
-			if (q == keep || (queue_fill(q) >= cand_fill && !stalled(q, now)))
+			if (q == keep || (queue_fill(q) >= cand_fill &&
+					  t->seq - q->last_seq <= DFR_STALE_FRAGS))
 				continue;
 			t->c.evictions++;
 			t->c.ReasmFails++;
@@ -336,11 +340,9 @@ static uint8_t ecn_combine(uint8_t m)
 
 static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 {
-	uint64_t h;
 	uint32_t start, end;
 
-	crypto_shorthash((unsigned char *)&h, q->key.src, 4, t->hkey);
-	end = ++t->peer_rid[h % DFR_PEER_SLOTS];
+	end = ++t->peer_rid[q->peer];
 	start = q->rid;
 	q->rid = end;
 	if (!q->nfrags || end - start <= (uint32_t)t->cfg.max_dist)
@@ -401,12 +403,18 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h)
 {
 	for (struct dfr_queue *q = *bucket(t, h); q; q = q->hnext)
-		if (!memcmp(&q->key, k, sizeof(*k)))
+		if (q->hash == h && !memcmp(&q->key, k, dfr_key_len(k)))
 			return q;
 	return NULL;
 }
 
 struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns)
+{
+	return rxp_defrag_zone(t, pkt, t->cfg.zone, now_ns);
+}
+
+struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+				uint64_t now_ns)
 {
 	struct dfr_info fi;
 	struct dfr_queue *q;
@@ -421,9 +429,9 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 	if (!v)
 		return pkt;
 	if ((*v >> 4) == 4)
-		r = dfr_ipv4_parse(pkt, &fi, t->cfg.zone);
+		r = dfr_ipv4_parse(pkt, &fi, zone);
 	else if ((*v >> 4) == 6)
-		r = dfr_ipv6_parse(pkt, &fi, t->cfg.zone, &atomic);
+		r = dfr_ipv6_parse(pkt, &fi, zone, &atomic);
 	else
 		return pkt;
 	if (r < 0) {
@@ -434,9 +442,10 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 	if (r == 0 && !atomic)
 		return pkt;
 	t->c.ReasmReqds++;
-	memset(cb, 0, sizeof(*cb));
+	cb->hdrlen = 0; /* only what we read: the rest of cb is set on insert */
 	flen = fi.end - fi.off;
-	if (rxp_pkt_trim(pkt, fi.hdrlen + flen) || !rxp_pkt_may_pull(pkt, fi.hdrlen)) {
+	if ((pkt->len != fi.hdrlen + flen && rxp_pkt_trim(pkt, fi.hdrlen + flen)) ||
+	    (rxp_pkt_headlen(pkt) < fi.hdrlen && !rxp_pkt_may_pull(pkt, fi.hdrlen))) {
 		t->c.ReasmFails++;
 		rxp_pkt_drop(pkt, RXP_DROP_NOMEM);
 		return NULL;
@@ -481,7 +490,7 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 		/* A fragment that completes its datagram leaves the table at
 		 * once with its queue, so it is always let in. */
 		if (!completes && (t->c.mem + need > t->cfg.mem_limit || (!q && !t->freeq)) &&
-		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST), now_ns)) {
+		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
 			frag_drop(t, pkt, q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
@@ -540,7 +549,7 @@ struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint
 		return NULL;
 	}
 	q->nfrags++;
-	q->last = now_ns > q->last ? now_ns : q->last;
+	q->last_seq = ++t->seq;
 	q->mem += tsize;
 	t->c.mem += tsize;
 	if (t->c.mem > t->c.mem_high_water)

@@ -25,7 +25,7 @@
 struct dfr_cb {
 	RB_ENTRY(dfr_cb) rb;
 	uint32_t off, end;  /* payload offsets of this fragment */
-	uint32_t run_end;   /* run heads only */
+	uint32_t run_end;   /* run heads only; the last run's is q->tail_end */
 	uint16_t hdrlen;    /* header bytes pulled off at insert */
 };
 _Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
@@ -41,14 +41,22 @@ static inline struct rxp_pkt *dfr_pkt(struct dfr_cb *cb)
 
 RB_HEAD(dfr_tree, dfr_cb);
 
+/* Only the first dfr_key_len() bytes are meaningful (and hashed and
+ * compared): IPv4 addresses sit packed at the start of addr, so an IPv4 key
+ * is 20 bytes, which halves the SipHash work per fragment. */
 struct dfr_key {
 	uint8_t family; /* 4 or 6 */
 	uint8_t proto;  /* IPv4 only */
 	uint16_t pad;
 	uint32_t id;
 	uint32_t zone;
-	uint8_t src[16], dst[16];
+	uint8_t addr[32]; /* IPv4: src[4] dst[4]; IPv6: src[16] dst[16] */
 };
+
+static inline size_t dfr_key_len(const struct dfr_key *k)
+{
+	return offsetof(struct dfr_key, addr) + (k->family == 4 ? 8u : 32u);
+}
 
 /* Parsed fragment, from the family glue. */
 struct dfr_info {
@@ -67,12 +75,16 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 struct dfr_queue {
 	struct dfr_queue *hnext;
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
+	uint64_t last_seq;         /* table fragment count at the last accept */
 	struct dfr_key key;
+	uint64_t hash;             /* of key, under the table's SipHash key */
 	uint64_t expires;
-	uint64_t first, last;      /* when its first and latest fragments came */
 	struct dfr_tree runs;      /* strict */
 	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
 	struct dfr_cb *last_run;
+	uint32_t tail_end;         /* strict: where tail ends, and so the last run;
+				    * kept here so that appending in order
+				    * touches no older fragment's cb */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
 	uint8_t *blocks;           /* policy: 8-byte blocks received */
 	uint32_t nblocks;          /* policy: blocks set */
@@ -81,6 +93,7 @@ struct dfr_queue {
 	uint32_t max_size, max_df_size;
 	uint64_t mem;
 	uint32_t rid;
+	uint32_t peer;             /* IPv4: slot of the source's max_dist counter */
 	uint16_t hdrlen, nhoff;    /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	uint8_t flags;
@@ -101,6 +114,7 @@ struct rxp_defrag_table {
 	struct dfr_queue *qarr;
 	struct dfr_queue *freeq; /* linked through hnext */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
+	uint64_t seq;            /* fragments accepted so far */
 	uint32_t *peer_rid;
 	uint8_t *blockmem;       /* policy: 1 KiB per queue */
 	uint16_t *owner;         /* policy: scratch, one entry per payload byte */

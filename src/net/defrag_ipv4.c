@@ -33,8 +33,8 @@ int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	fi->key.proto = ip->protocol;
 	fi->key.id = ntohs(ip->id);
 	fi->key.zone = zone;
-	memcpy(fi->key.src, &ip->saddr, 4);
-	memcpy(fi->key.dst, &ip->daddr, 4);
+	memcpy(fi->key.addr, &ip->saddr, 4);
+	memcpy(fi->key.addr + 4, &ip->daddr, 4);
 	fi->off = (fo & RXP_IP_OFFMASK) * 8u;
 	fi->end = fi->off + (tot - ihl);
 	fi->iplen = tot;

@@ -119,8 +119,8 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	fi->key.family = 6;
 	fi->key.id = ntohl(fh->id);
 	fi->key.zone = zone_scoped(ip->daddr) ? zone : 0;
-	memcpy(fi->key.src, ip->saddr, 16);
-	memcpy(fi->key.dst, ip->daddr, 16);
+	memcpy(fi->key.addr, ip->saddr, 16);
+	memcpy(fi->key.addr + 16, ip->daddr, 16);
 	fi->hdrlen = (uint16_t)(pos + RXP_IPV6_FRAGHDR_LEN);
 	fi->nhoff = (uint16_t)nhoff;
 	fi->nexthdr = fh->nexthdr;

@@ -31,7 +31,7 @@ RB_GENERATE_STATIC(dfr_tree, dfr_cb, rb, cb_cmp)
 /* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it. */
 int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
 {
-	struct dfr_cb *cb = dfr_cb(pkt), *n, *lcb;
+	struct dfr_cb *cb = dfr_cb(pkt), *n;
 
 	pkt->next = NULL;
 	cb->run_end = cb->end;
@@ -39,20 +39,23 @@ int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
 		RB_INSERT(dfr_tree, &q->runs, cb);
 		q->last_run = cb;
 		q->tail = pkt;
+		q->tail_end = cb->end;
 		return DFR_OK;
 	}
-	lcb = dfr_cb(q->tail);
-	if (lcb->end == cb->off) {
-		/* The common case: in order, extend the last run. */
+	if (q->tail_end == cb->off) {
+		/* The common case: in order, extend the last run (its
+		 * run_end is written back before anyone reads it). */
 		q->tail->next = pkt;
 		q->tail = pkt;
-		q->last_run->run_end = cb->end;
+		q->tail_end = cb->end;
 		return DFR_OK;
 	}
-	if (lcb->end < cb->off) {
+	q->last_run->run_end = q->tail_end;
+	if (q->tail_end < cb->off) {
 		RB_INSERT(dfr_tree, &q->runs, cb);
 		q->last_run = cb;
 		q->tail = pkt;
+		q->tail_end = cb->end;
 		return DFR_OK;
 	}
 	n = RB_ROOT(&q->runs);
@@ -192,7 +195,7 @@ static bool later_wins(enum rxp_defrag_policy pol, const struct dfr_cb *nw,
 	case RXP_DEFRAG_BSD_RIGHT:
 		return nw->off <= old->off && nw->end > old->end;
 	case RXP_DEFRAG_LINUX:
-		return nw->off < old->off || (nw->off == old->off && nw->end > old->end);
+		return nw->off <= old->off;
 	case RXP_DEFRAG_WINDOWS:
 		return nw->off < old->off && nw->end > old->end;
 	case RXP_DEFRAG_SOLARIS:

@@ -19,7 +19,8 @@ exact duplicates, overlapping fragments with other bytes, a conflicting or
 early end, an MF fragment past the end, MF lengths not a multiple of 8,
 zero-length fragments, Not-ECT/CE mixes, IPv6 Hop-by-Hop/Destination
 options before the fragment header, atomic IPv6 fragments with the same ID,
-truncated first fragments.
+truncated first fragments, IP IDs reused from recent streams (leftover
+queues, max_dist flushes).
 """
 import json, os, random, select, socket, sys, time
 
@@ -104,12 +105,19 @@ def gen(n, seed, d):
         if fam == 6 and rnd.random() < 0.3:
             ext = rnd.choice(["hbh", "dst"])
             classes.add("v6_exthdr")
+        ipid = s + 1
+        if s >= 20 and rnd.random() < 0.06:
+            # Reuse the IP ID of a recent stream of the same family: it may
+            # meet that stream's leftover queue, or find it flushed by
+            # max_dist (IPv4) in between.
+            ipid = s + 1 - 2 * rnd.randint(1, 10)
+            classes.add("id_reuse")
         for i, (o, ln, mf, src) in enumerate(frs):
             pl = bytes((src + bytes(64 + 8))[o:o + ln]) if ln else b""
             if len(pl) < ln:
                 pl += bytes(ln - len(pl))
             if fam == 4:
-                ip = IP(src=SRC4, dst=DST4, id=s + 1, proto=17, tos=ecn[i],
+                ip = IP(src=SRC4, dst=DST4, id=ipid, proto=17, tos=ecn[i],
                         flags="MF" if mf else 0, frag=o // 8) / Raw(pl)
             else:
                 ip = IPv6(src=SRC6, dst=DST6, tc=ecn[i])
@@ -117,7 +125,7 @@ def gen(n, seed, d):
                     ip = ip / IPv6ExtHdrHopByHop()
                 elif ext == "dst":
                     ip = ip / IPv6ExtHdrDestOpt()
-                ip = ip / IPv6ExtHdrFragment(id=s + 1, nh=17, m=1 if mf else 0,
+                ip = ip / IPv6ExtHdrFragment(id=ipid, nh=17, m=1 if mf else 0,
                                              offset=o // 8) / Raw(pl)
             f = Ether(src=MAC_A, dst=MAC_B) / ip
             f.time = t

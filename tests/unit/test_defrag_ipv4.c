@@ -307,12 +307,18 @@ static void test_keys(void **state)
 	r = in4(&e, &a, pl, 8, 8, false, 0);
 	assert_non_null(r);
 	rxp_pkt_consume(r);
+	/* Another zone (VLAN) is another datagram. */
+	assert_null(rxp_defrag_zone(e.t, dt_frag4(e.pp, &a, pl, 0, 8, true), 7, 0));
+	assert_null(rxp_defrag_zone(e.t, dt_frag4(e.pp, &a, pl, 8, 8, false), 8, 0));
+	r = rxp_defrag_zone(e.t, dt_frag4(e.pp, &a, pl, 8, 8, false), 7, 0);
+	assert_non_null(r);
+	rxp_pkt_consume(r);
 	r = in4(&e, &a, pl, 0, 8, true, 0); /* reuse */
 	assert_null(r);
 	r = in4(&e, &a, pl, 8, 8, false, 0);
 	assert_non_null(r);
 	rxp_pkt_consume(r);
-	assert_int_equal(dt_ctr(e.t).ReasmOKs, 2);
+	assert_int_equal(dt_ctr(e.t).ReasmOKs, 3);
 	free(pl);
 	env_down(&e);
 }

@@ -100,6 +100,101 @@ static void test_strict_pattern(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* The Sturges/Novak pattern ("Target-Based Fragmentation Reassembly",
+ * Novak 2005) as Suricata's defrag tests lay it out: 9 original fragments,
+ * then 7 overlapping ones, then the last; each fragment is one letter.
+ * Offsets and lengths in bytes. */
+static const struct { uint32_t off, len; bool mf; char ch; } novak[17] = {
+	{ 0, 24, true, 'A' },   { 32, 16, true, 'B' },  { 48, 24, true, 'C' },
+	{ 80, 8, true, 'D' },   { 104, 16, true, 'E' }, { 120, 24, true, 'F' },
+	{ 144, 16, true, 'G' }, { 160, 16, true, 'H' }, { 176, 8, true, 'I' },
+	{ 8, 32, true, 'J' },   { 48, 24, true, 'K' },  { 72, 24, true, 'L' },
+	{ 96, 24, true, 'M' },  { 128, 8, true, 'N' },  { 152, 8, true, 'O' },
+	{ 160, 8, true, 'P' },  { 176, 16, false, 'Q' },
+};
+
+/* The 24 8-byte blocks of the result per policy, as Suricata's tests
+ * expect them (no expectation for bsd-right there). */
+static const char *const novak_expect[RXP_DEFRAG_POLICY_MAX] = {
+	[RXP_DEFRAG_BSD] = "AAAJJBCCCLLLMMMFFFGGHHIQ",
+	[RXP_DEFRAG_LINUX] = "AAAJJBKKKLLLMMMFFFGGPHQQ",
+	[RXP_DEFRAG_WINDOWS] = "AAAJBBCCCLLLMEEFFFGGHHIQ",
+	[RXP_DEFRAG_SOLARIS] = "AAAJBBCCCLLLMMMFFFGGHHIQ",
+	[RXP_DEFRAG_FIRST] = "AAAJBBCCCLDLMEEFFFGGHHIQ",
+	[RXP_DEFRAG_LAST] = "AJJJJBKKKLLLMMMFNFGOPHQQ",
+};
+
+static void novak_run(int fam, enum rxp_defrag_policy pol)
+{
+	struct rxp_pktpool *pp = dt_pool();
+	struct rxp_defrag_config c = { .policy = pol };
+	struct rxp_defrag_table *t = rxp_defrag_table_create(&c);
+	uint8_t pl[192], got[192];
+	struct rxp_pkt *r = NULL;
+
+	assert_non_null(t);
+	for (int i = 0; i < 17; i++) {
+		struct rxp_pkt *p;
+
+		memset(pl, novak[i].ch, sizeof(pl));
+		if (fam == 4) {
+			struct dt4 d = { .id = 1, .proto = 1 };
+
+			p = dt_frag4(pp, &d, pl, novak[i].off, novak[i].len, novak[i].mf);
+		} else {
+			struct dt6 d = { .id = 1, .nexthdr = RXP_IPPROTO_ICMPV6 };
+
+			p = dt_frag6(pp, &d, pl, novak[i].off, novak[i].len, novak[i].mf);
+		}
+		assert_null(r);
+		r = rxp_defrag(t, p, 0);
+	}
+	assert_non_null(r);
+	assert_int_equal(r->len, (fam == 4 ? 20 : 40) + 192);
+	assert_int_equal(rxp_pkt_copy_bits(r, fam == 4 ? 20 : 40, got, 192), 0);
+	for (int b = 0; b < 24; b++)
+		for (int i = 0; i < 8; i++)
+			if (got[b * 8 + i] != (uint8_t)novak_expect[pol][b])
+				fail_msg("novak %s v%d block %d: got %c want %c",
+					 rxp_defrag_policy_name(pol), fam, b, got[b * 8 + i],
+					 novak_expect[pol][b]);
+	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(t).policy_overlaps, 8); /* J..P and Q over I */
+	rxp_defrag_table_destroy(t);
+	rxpt_pktpool_teardown(pp);
+}
+
+static void test_sturges_novak(void **state)
+{
+	for (int p = 0; p < RXP_DEFRAG_POLICY_MAX; p++) {
+		if (!novak_expect[p])
+			continue;
+		novak_run(4, (enum rxp_defrag_policy)p);
+		novak_run(6, (enum rxp_defrag_policy)p);
+	}
+}
+
+/* Strict on the Novak pattern: J overlaps A partially, the queue dies. */
+static void test_sturges_novak_strict(void **state)
+{
+	struct rxp_pktpool *pp = dt_pool();
+	struct rxp_defrag_table *t = rxp_defrag_table_create(NULL);
+	uint8_t pl[192];
+
+	for (int i = 0; i < 17; i++) {
+		struct dt4 d = { .id = 1, .proto = 1 };
+
+		memset(pl, novak[i].ch, sizeof(pl));
+		assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, novak[i].off, novak[i].len,
+						   novak[i].mf), 0));
+	}
+	assert_true(dt_ctr(t).ReasmOverlaps >= 1);
+	assert_int_equal(dt_ctr(t).ReasmOKs, 0);
+	assert_int_equal(rxp_defrag_expire(t, 30000000000ull), dt_ctr(t).queues ? 1 : 0);
+	rxp_defrag_table_destroy(t);
+	rxpt_pktpool_teardown(pp);
+}
+
 static void test_names(void **state)
 {
 	enum rxp_defrag_policy p;
@@ -116,6 +211,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policies),
 		cmocka_unit_test(test_strict_pattern),
+		cmocka_unit_test(test_sturges_novak),
+		cmocka_unit_test(test_sturges_novak_strict),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,7 +45,7 @@ static bool m_wins(enum rxp_defrag_policy p, const struct mfrag *n, const struct
 	case RXP_DEFRAG_LAST: return true;
 	case RXP_DEFRAG_BSD: return n->off < o->off;
 	case RXP_DEFRAG_BSD_RIGHT: return n->off <= o->off && n->end > o->end;
-	case RXP_DEFRAG_LINUX: return n->off < o->off || (n->off == o->off && n->end > o->end);
+	case RXP_DEFRAG_LINUX: return n->off <= o->off;
 	case RXP_DEFRAG_WINDOWS: return n->off < o->off && n->end > o->end;
 	case RXP_DEFRAG_SOLARIS: return n->off < o->off && n->end >= o->end;
 	default: return false;
