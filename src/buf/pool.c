@@ -80,7 +80,7 @@ struct rxp_pool {
 static _Atomic uint64_t tid_bitmap;
 static pthread_key_t tid_key;
 static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
-static __thread int my_tid = -1;
+__thread int rxp_tid_ __attribute__((tls_model("initial-exec"))) = -1;
 
 static void tid_release(void *v)
 {
@@ -94,20 +94,20 @@ static void tid_key_init(void)
 	pthread_key_create(&tid_key, tid_release);
 }
 
-__attribute__((noinline, cold)) static unsigned tid_assign(void)
+__attribute__((noinline, cold)) unsigned rxp_thread_id_assign(void)
 {
 	uint64_t used = atomic_load(&tid_bitmap);
 
 	pthread_once(&tid_once, tid_key_init);
 	for (;;) {
 		if (used == ~0ull) {
-			my_tid = TID_NONE;
+			rxp_tid_ = TID_NONE;
 			return TID_NONE;
 		}
 		unsigned tid = (unsigned)__builtin_ctzll(~used);
 
 		if (atomic_compare_exchange_weak(&tid_bitmap, &used, used | (1ull << tid))) {
-			my_tid = (int)tid;
+			rxp_tid_ = (int)tid;
 			pthread_setspecific(tid_key, (void *)(uintptr_t)(tid + 1));
 			return tid;
 		}
@@ -116,14 +116,7 @@ __attribute__((noinline, cold)) static unsigned tid_assign(void)
 
 static inline unsigned tid_fast(void)
 {
-	int t = my_tid;
-
-	return rxp_likely(t >= 0) ? (unsigned)t : tid_assign();
-}
-
-unsigned rxp_thread_id(void)
-{
-	return tid_fast();
+	return rxp_thread_id();
 }
 
 /* ---- creation ------------------------------------------------------------ */
