@@ -533,14 +533,26 @@ void rxp_pool_put_bulk(struct rxp_pool *p, void *const *objs, unsigned n)
 	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
-	for (unsigned i = 0; i < n; i++) {
-		void *obj = objs[i];
+	unsigned foreign = 0;
 
-		mark_free(p, obj);
-		if (rxp_likely(hdr_of(obj)->owner == tid && c->len < c->cap))
-			c->objs[c->len++] = obj;
-		else
-			put_slow(p, tid, c, obj);
+	/* Common case: all ours and the cache has room: one check pass, one copy. */
+	for (unsigned i = 0; i < n; i++)
+		foreign |= hdr_of(objs[i])->owner ^ tid;
+	if (rxp_likely(!foreign && c->len + n <= c->cap)) {
+		for (unsigned i = 0; i < n; i++)
+			mark_free(p, objs[i]);
+		memcpy(c->objs + c->len, objs, n * sizeof(void *));
+		c->len += n;
+	} else {
+		for (unsigned i = 0; i < n; i++) {
+			void *obj = objs[i];
+
+			mark_free(p, obj);
+			if (hdr_of(obj)->owner == tid && c->len < c->cap)
+				c->objs[c->len++] = obj;
+			else
+				put_slow(p, tid, c, obj);
+		}
 	}
 	if (rxp_likely(tid != TID_NONE))
 		c->free += n;
