@@ -16,7 +16,7 @@
 
 #include "cmd.h"
 
-static const char *const known[] = { "pool", "ring", "defrag", "ipid", "tipc" };
+static const char *const known[] = { "pool", "ring", "defrag", "goodput", "ipid", "tipc" };
 
 static int find_bench(const char *name, char *path, size_t n)
 {
