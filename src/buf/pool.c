@@ -410,11 +410,13 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		c->len -= n;
 		memcpy(objs, c->objs + c->len, n * sizeof(void *));
 	} else if (c->cap && n <= c->cap) {
-		unsigned want = n - c->len + p->batch;
+		unsigned want;
 
+		drain(p, tid, c);
+		/* sized after the drain, which may have filled the cache */
+		want = n > c->len ? n - c->len + p->batch : 0;
 		if (want > c->cap - c->len)
 			want = c->cap - c->len;
-		drain(p, tid, c);
 		if (c->len < n) {
 			uint32_t got = rxp_mpmc_dequeue(p->ring, c->objs + c->len, want, false);
 
