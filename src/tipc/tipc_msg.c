@@ -99,26 +99,10 @@ enum rxp_drop_reason rxp_tipc_validate(const uint8_t *p, size_t len)
 enum rxp_drop_reason rxp_tipc_validate_pkt(const struct rxp_pkt *pkt)
 {
 	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
-	const uint8_t *h;
-	unsigned hsize;
-	uint32_t size;
 
-	/* V1: word 0 holds everything V1-V3 need; only the minimal header is
-	 * read (in place when linear), the rest is checked by length. */
-	if (pkt->len < RXP_TIPC_MIN_H_SIZE)
-		return RXP_DROP_TIPC_HDR;
-	h = rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, buf);
-	if (!h || rxp_tipc_bits(h, 0, 31, 29) != RXP_TIPC_VERSION)
-		return RXP_DROP_TIPC_HDR;
-	/* V2 */
-	hsize = rxp_tipc_hsize(h);
-	if (hsize < RXP_TIPC_MIN_H_SIZE || hsize > RXP_TIPC_MAX_H_SIZE || hsize > pkt->len)
-		return RXP_DROP_TIPC_HDR;
-	/* V3 against the whole packet. */
-	size = rxp_tipc_size(h);
-	if (size < hsize || size > pkt->len || size - hsize > RXP_TIPC_MAX_USER_MSG_SIZE)
-		return RXP_DROP_TIPC_HDR;
-	return 0;
+	/* Word 0 holds everything V1-V3 need: only the minimal header is read
+	 * (in place when linear), the rest is checked by length. */
+	return tipc_validate_hdr(tipc_hdr(pkt, buf), pkt->len);
 }
 
 /* ---- builders ------------------------------------------------------------------ */
@@ -233,10 +217,10 @@ static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct rxp_pkt *msg, uin
 int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		      struct rxp_pkt_queue *out)
 {
-	uint8_t mbuf[RXP_TIPC_MAX_H_SIZE];
+	uint8_t mbuf[RXP_TIPC_MAX_H_SIZE], tmpl[RXP_TIPC_INT_H_SIZE];
 	const uint8_t *mh;
 	struct rxp_pkt_queue q;
-	uint32_t chunk, off, total, prevnode, destnode;
+	uint32_t chunk, off, total, prevnode, destnode, w0;
 	unsigned imp, no = 1;
 
 	if (mtu <= RXP_TIPC_INT_H_SIZE + 4 || mtu > 65535 || rxp_tipc_validate_pkt(msg)) {
@@ -256,6 +240,12 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	prevnode = rxp_tipc_word(mh, 3);
 	destnode = rxp_tipc_hsize(mh) > RXP_TIPC_SHORT_H_SIZE ? rxp_tipc_word(mh, 7) : 0;
 	chunk = (mtu - RXP_TIPC_INT_H_SIZE) & ~3u;
+	/* One template per message; each fragment copies it whole and sets
+	 * only size, type and fragm_no (nof_fragms stays 0). */
+	rxp_tipc_hdr_init(tmpl, RXP_TIPC_MSG_FRAGMENTER, 0, RXP_TIPC_INT_H_SIZE, prevnode,
+			  destnode);
+	rxp_tipc_set_word(tmpl, 9, imp & 7u);
+	w0 = rxp_tipc_word(tmpl, 0);
 	rxp_pkt_queue_init(&q);
 	for (off = 0; off < total; off += chunk, no++) {
 		uint32_t n = total - off < chunk ? total - off : chunk;
@@ -271,12 +261,10 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 			return -ENOMEM;
 		}
 		h = f->data;
-		rxp_tipc_hdr_init(h, RXP_TIPC_MSG_FRAGMENTER, type, RXP_TIPC_INT_H_SIZE,
-				  prevnode, destnode);
-		/* size, fragm_no (nof_fragms stays 0) and importance, by word */
-		rxp_tipc_set_word(h, 0, rxp_tipc_word(h, 0) + n);
+		memcpy(h, tmpl, RXP_TIPC_INT_H_SIZE);
+		rxp_tipc_set_word(h, 0, w0 + n); /* size = 40 + n < 2^17 */
+		rxp_tipc_set_word(h, 1, (uint32_t)type << 29);
 		rxp_tipc_set_word(h, 4, no << 16);
-		rxp_tipc_set_word(h, 9, imp & 7u);
 		rxp_pkt_enqueue(&q, f);
 	}
 	rxp_pkt_consume(msg);

@@ -32,6 +32,10 @@ int tipc_pkt_add_range(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t 
 
 	if (src->frag_list || (uint64_t)off + len > src->len)
 		return -EINVAL;
+	/* The common case, one piece of a linear message: no loop. */
+	if (end <= hl)
+		return add_piece(dst, src->head_page,
+				 (uint32_t)(src->data - src->head_page->addr) + off, len);
 	if (off < hl) {
 		uint32_t n = (end < hl ? end : hl) - off;
 
