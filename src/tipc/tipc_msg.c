@@ -188,20 +188,63 @@ int rxp_tipc_bundle_add(struct rxp_pkt *b, const struct rxp_pkt *msg, uint32_t m
 }
 
 /*
- * A fragment packet: room for the 40-byte header in its own head, then
- * bytes [off, off + n) of msg. Large pieces reference msg's pages (no copy;
+ * Fragment headers of one message share head buffers: each fragment's head
+ * is its own FRAG_SLOT-byte slice [FRAG_HEADROOM for a bearer's IPv4/UDP
+ * (and Ethernet) headers, then the 40-byte TIPC header] of a block, built
+ * with rxp_pkt_build around a page reference. A fragment then costs one
+ * metadata object instead of a metadata object and a head buffer, and
+ * freeing it drops a page reference instead of returning a buffer.
+ * Slices never overlap and no fragment is marked cloned, so each may write
+ * its own head (the UDP bearer pushes its headers there) and nothing else.
+ */
+#define FRAG_HEADROOM 64u
+#define FRAG_SLOT (FRAG_HEADROOM + RXP_TIPC_INT_H_SIZE)
+
+struct frag_blk {
+	struct rxp_pkt *blk; /* holds the block's buffer while slices are cut */
+	uint32_t off, end;   /* next free slice, end of the buffer (page offsets) */
+};
+
+/* A head of FRAG_SLOT bytes with the 40-byte header in place (uninitialised,
+ * the caller writes it); NULL when out of memory. */
+static struct rxp_pkt *frag_head(struct rxp_pktpool *pp, struct frag_blk *fb)
+{
+	struct rxp_pkt *f;
+
+	if (!fb->blk || fb->end - fb->off < FRAG_SLOT) {
+		rxp_pkt_consume(fb->blk);
+		fb->blk = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
+		if (!fb->blk)
+			return NULL;
+		fb->off = (uint32_t)(fb->blk->head - fb->blk->head_page->addr);
+		fb->end = fb->off + (uint32_t)(fb->blk->end - fb->blk->head);
+		if (fb->end - fb->off < FRAG_SLOT) {
+			rxp_pkt_consume(fb->blk);
+			fb->blk = NULL;
+			return NULL;
+		}
+	}
+	rxp_page_get(fb->blk->head_page);
+	f = rxp_pkt_build(pp, fb->blk->head_page, fb->off, FRAG_SLOT, FRAG_HEADROOM,
+			  RXP_TIPC_INT_H_SIZE); /* consumes the page reference */
+	fb->off += FRAG_SLOT;
+	return f;
+}
+
+/*
+ * A fragment packet: its 40-byte header in its own head, then bytes
+ * [off, off + n) of msg. Large pieces reference msg's pages (no copy;
  * msg's bytes are never written afterwards), small ones are copied.
  */
-static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t off,
-				uint32_t n)
+static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct frag_blk *fb, struct rxp_pkt *msg,
+				uint32_t off, uint32_t n)
 {
 	struct rxp_pkt *f;
 
 	if (n > RXP_TIPC_COPY_BREAK && !msg->frag_list) {
-		f = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
+		f = frag_head(pp, fb);
 		if (!f)
 			return NULL;
-		rxp_pkt_put(f, RXP_TIPC_INT_H_SIZE);
 		if (!tipc_pkt_add_range(f, msg, off, n))
 			return f;
 		rxp_pkt_consume(f);
@@ -221,6 +264,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	const uint8_t *mh;
 	struct rxp_pkt_queue q;
 	uint32_t chunk, off, total, prevnode, destnode, w0;
+	struct frag_blk fb = { NULL, 0, 0 };
 	unsigned imp, no = 1;
 
 	if (mtu <= RXP_TIPC_INT_H_SIZE + 4 || mtu > 65535 || rxp_tipc_validate_pkt(msg)) {
@@ -251,11 +295,12 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		uint32_t n = total - off < chunk ? total - off : chunk;
 		unsigned type = off == 0 ? RXP_TIPC_FIRST_FRAGMENT :
 			off + n == total ? RXP_TIPC_LAST_FRAGMENT : RXP_TIPC_FRAGMENT;
-		struct rxp_pkt *f = frag_new(pp, msg, off, n);
+		struct rxp_pkt *f = frag_new(pp, &fb, msg, off, n);
 		uint8_t *h;
 
 		if (!f || no > 0xffff) {
 			rxp_pkt_consume(f);
+			rxp_pkt_consume(fb.blk);
 			rxp_pkt_queue_purge(&q, RXP_DROP_NOMEM);
 			rxp_pkt_drop(msg, RXP_DROP_NOMEM);
 			return -ENOMEM;
@@ -267,6 +312,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		rxp_tipc_set_word(h, 4, no << 16);
 		rxp_pkt_enqueue(&q, f);
 	}
+	rxp_pkt_consume(fb.blk);
 	rxp_pkt_consume(msg);
 	no = q.len;
 	while (q.head)
