@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rxpath/compiler.h"
+#include "rxpath/page_pool.h"
 #include "rxpath/tipc.h"
 #include "tipc/tipc_internal.h"
 
@@ -196,38 +197,67 @@ int rxp_tipc_bundle_add(struct rxp_pkt *b, const struct rxp_pkt *msg, uint32_t m
  * freeing it drops a page reference instead of returning a buffer.
  * Slices never overlap and no fragment is marked cloned, so each may write
  * its own head (the UDP bearer pushes its headers there) and nothing else.
+ *
+ * Page references are taken in bulk (a driver's "bias"): one atomic add
+ * for all of a block's slices and one for all of a linear message's
+ * pieces, instead of a locked add per fragment; what is left unused goes
+ * back in one subtraction when the message is done.
  */
 #define FRAG_HEADROOM 64u
 #define FRAG_SLOT (FRAG_HEADROOM + RXP_TIPC_INT_H_SIZE)
 
-struct frag_blk {
+struct frag_ctx {
 	struct rxp_pkt *blk; /* holds the block's buffer while slices are cut */
 	uint32_t off, end;   /* next free slice, end of the buffer (page offsets) */
+	uint32_t blk_bias;   /* references taken on blk's page for its slices */
+	struct rxp_page *src; /* a linear message's head page, or NULL */
+	uint32_t src_off;    /* the message's first byte in src */
+	uint32_t src_bias;   /* references taken on src for the pieces */
 };
+
+/* Give back the references not handed to fragments, and the block. */
+static void frag_ctx_done(struct frag_ctx *fc)
+{
+	if (fc->blk) {
+		rxp_page_put_many(fc->blk->head_page, fc->blk_bias);
+		rxp_pkt_consume(fc->blk);
+		fc->blk = NULL;
+	}
+	if (fc->src)
+		rxp_page_put_many(fc->src, fc->src_bias);
+	fc->src = NULL;
+}
 
 /* A head of FRAG_SLOT bytes with the 40-byte header in place (uninitialised,
  * the caller writes it); NULL when out of memory. */
-static struct rxp_pkt *frag_head(struct rxp_pktpool *pp, struct frag_blk *fb)
+static struct rxp_pkt *frag_head(struct rxp_pktpool *pp, struct frag_ctx *fc)
 {
 	struct rxp_pkt *f;
 
-	if (!fb->blk || fb->end - fb->off < FRAG_SLOT) {
-		rxp_pkt_consume(fb->blk);
-		fb->blk = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
-		if (!fb->blk)
+	if (!fc->blk || fc->end - fc->off < FRAG_SLOT) {
+		if (fc->blk) {
+			rxp_page_put_many(fc->blk->head_page, fc->blk_bias);
+			rxp_pkt_consume(fc->blk);
+		}
+		fc->blk = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
+		fc->blk_bias = 0;
+		if (!fc->blk)
 			return NULL;
-		fb->off = (uint32_t)(fb->blk->head - fb->blk->head_page->addr);
-		fb->end = fb->off + (uint32_t)(fb->blk->end - fb->blk->head);
-		if (fb->end - fb->off < FRAG_SLOT) {
-			rxp_pkt_consume(fb->blk);
-			fb->blk = NULL;
+		fc->off = (uint32_t)(fc->blk->head - fc->blk->head_page->addr);
+		fc->end = fc->off + (uint32_t)(fc->blk->end - fc->blk->head);
+		if (fc->end - fc->off < FRAG_SLOT) {
+			rxp_pkt_consume(fc->blk);
+			fc->blk = NULL;
 			return NULL;
 		}
+		fc->blk_bias = (fc->end - fc->off) / FRAG_SLOT;
+		rxp_page_get_many(fc->blk->head_page, fc->blk_bias);
 	}
-	rxp_page_get(fb->blk->head_page);
-	f = rxp_pkt_build(pp, fb->blk->head_page, fb->off, FRAG_SLOT, FRAG_HEADROOM,
-			  RXP_TIPC_INT_H_SIZE); /* consumes the page reference */
-	fb->off += FRAG_SLOT;
+	/* rxp_pkt_build consumes one reference, also when it fails. */
+	fc->blk_bias--;
+	f = rxp_pkt_build(pp, fc->blk->head_page, fc->off, FRAG_SLOT, FRAG_HEADROOM,
+			  RXP_TIPC_INT_H_SIZE);
+	fc->off += FRAG_SLOT;
 	return f;
 }
 
@@ -236,16 +266,22 @@ static struct rxp_pkt *frag_head(struct rxp_pktpool *pp, struct frag_blk *fb)
  * [off, off + n) of msg. Large pieces reference msg's pages (no copy;
  * msg's bytes are never written afterwards), small ones are copied.
  */
-static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct frag_blk *fb, struct rxp_pkt *msg,
+static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct frag_ctx *fc, struct rxp_pkt *msg,
 				uint32_t off, uint32_t n)
 {
 	struct rxp_pkt *f;
 
 	if (n > RXP_TIPC_COPY_BREAK && !msg->frag_list) {
-		f = frag_head(pp, fb);
+		f = frag_head(pp, fc);
 		if (!f)
 			return NULL;
-		if (!tipc_pkt_add_range(f, msg, off, n))
+		/* A piece of a linear message: one reference out of the bias. */
+		if (fc->src && fc->src_bias &&
+		    !rxp_pkt_add_frag(f, fc->src, fc->src_off + off, n, n)) {
+			fc->src_bias--;
+			return f;
+		}
+		if (!fc->src && !tipc_pkt_add_range(f, msg, off, n))
 			return f;
 		rxp_pkt_consume(f);
 	}
@@ -264,7 +300,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	const uint8_t *mh;
 	struct rxp_pkt_queue q;
 	uint32_t chunk, off, total, prevnode, destnode, w0;
-	struct frag_blk fb = { NULL, 0, 0 };
+	struct frag_ctx fc = { 0 };
 	unsigned imp, no = 1;
 
 	if (mtu <= RXP_TIPC_INT_H_SIZE + 4 || mtu > 65535 || rxp_tipc_validate_pkt(msg)) {
@@ -290,17 +326,23 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 			  destnode);
 	rxp_tipc_set_word(tmpl, 9, imp & 7u);
 	w0 = rxp_tipc_word(tmpl, 0);
+	if (rxp_pkt_is_linear(msg) && !msg->frag_list) {
+		fc.src = msg->head_page;
+		fc.src_off = (uint32_t)(msg->data - msg->head_page->addr);
+		fc.src_bias = (total + chunk - 1) / chunk;
+		rxp_page_get_many(fc.src, fc.src_bias);
+	}
 	rxp_pkt_queue_init(&q);
 	for (off = 0; off < total; off += chunk, no++) {
 		uint32_t n = total - off < chunk ? total - off : chunk;
 		unsigned type = off == 0 ? RXP_TIPC_FIRST_FRAGMENT :
 			off + n == total ? RXP_TIPC_LAST_FRAGMENT : RXP_TIPC_FRAGMENT;
-		struct rxp_pkt *f = frag_new(pp, &fb, msg, off, n);
+		struct rxp_pkt *f = frag_new(pp, &fc, msg, off, n);
 		uint8_t *h;
 
 		if (!f || no > 0xffff) {
 			rxp_pkt_consume(f);
-			rxp_pkt_consume(fb.blk);
+			frag_ctx_done(&fc);
 			rxp_pkt_queue_purge(&q, RXP_DROP_NOMEM);
 			rxp_pkt_drop(msg, RXP_DROP_NOMEM);
 			return -ENOMEM;
@@ -312,7 +354,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		rxp_tipc_set_word(h, 4, no << 16);
 		rxp_pkt_enqueue(&q, f);
 	}
-	rxp_pkt_consume(fb.blk);
+	frag_ctx_done(&fc);
 	rxp_pkt_consume(msg);
 	no = q.len;
 	while (q.head)
