@@ -223,6 +223,13 @@ void rxp_tipc_link_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 	size = rxp_tipc_size(h);
 	if (rxp_unlikely(size < pkt->len))
 		rxp_pkt_trim(pkt, size);
+	/* A fragment whose header is linear goes straight to reassembly, as
+	 * dispatch() would send it at the top level. */
+	if (h == pkt->data && rxp_tipc_user(h) == RXP_TIPC_MSG_FRAGMENTER &&
+	    rxp_pkt_headlen(pkt) >= rxp_tipc_hsize(h)) {
+		reasm_rcv(l, pkt);
+		return;
+	}
 	dispatch(l, pkt, CTX_TOP);
 }
 

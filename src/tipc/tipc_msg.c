@@ -356,8 +356,12 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	}
 	frag_ctx_done(&fc);
 	rxp_pkt_consume(msg);
-	no = q.len;
-	while (q.head)
-		rxp_pkt_enqueue(out, rxp_pkt_dequeue(&q));
-	return (int)no;
+	/* Splice q onto out (all or nothing reaches out). */
+	if (out->tail)
+		out->tail->next = q.head;
+	else
+		out->head = q.head;
+	out->tail = q.tail;
+	out->len += q.len;
+	return (int)q.len;
 }
