@@ -126,19 +126,25 @@ struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uin
 
 void rxp_pkt_consume(struct rxp_pkt *pkt)
 {
+	unsigned tid;
+
 	if (!pkt)
 		return;
-	pktpool_stat_add(&pkt->pool->stats[rxp_thread_id()].consumed, 1);
+	tid = rxp_thread_id();
+	pktpool_stat_add(tid, &pkt->pool->stats[tid].consumed, 1);
 	pkt_free(pkt);
 }
 
 void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason)
 {
+	unsigned tid;
+
 	if (!pkt)
 		return;
 	if ((unsigned)reason >= RXP_DROP_MAX)
 		reason = RXP_DROP_NOT_SPECIFIED;
-	pktpool_stat_add(&pkt->pool->stats[rxp_thread_id()].drops[reason], 1);
+	tid = rxp_thread_id();
+	pktpool_stat_add(tid, &pkt->pool->stats[tid].drops[reason], 1);
 	pkt_free(pkt);
 }
 
