@@ -32,6 +32,7 @@
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
 #define STAGE 64                 /* remote frees batched per owner */
+#define NSTAGE 4                 /* owners a thread batches for at once */
 
 struct obj_hdr {
 	uint16_t owner; /* thread that allocated it */
@@ -43,6 +44,7 @@ struct obj_hdr {
 _Static_assert(sizeof(struct obj_hdr) == 32, "object header keeps objects 32-byte aligned");
 
 struct stage {
+	uint16_t owner;
 	uint32_t n;
 	void *objs[STAGE];
 };
@@ -51,8 +53,8 @@ struct tcache {
 	uint32_t len;
 	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
-	struct stage *stage; /* [RXP_MAX_THREADS]: remote frees by owner */
-	uint64_t staged;     /* bit per owner with a non-empty stage */
+	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
+	uint32_t staged;     /* bit per stage slot in use */
 	/* Counted by the thread itself, read (relaxed) by anyone. */
 	uint64_t alloc, free, fail, deferred, overflow, drained;
 } __rxp_cache_aligned;
@@ -193,14 +195,13 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		/* Untouched parts of these stay unbacked: only threads that use
 		 * the pool, and owners they free to, cost memory. */
 		p->cache_mem = calloc((size_t)RXP_MAX_THREADS * p->cache_size, sizeof(void *));
-		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * RXP_MAX_THREADS,
-				      sizeof(struct stage));
+		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * NSTAGE, sizeof(struct stage));
 		ok = p->cache_mem && p->stage_mem;
 		for (unsigned t = 0; ok && t < RXP_MAX_THREADS; t++) {
 			p->defer[t] = mpmc_new(p->defer_max);
 			ok = p->defer[t] != NULL;
 			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
-			p->caches[t].stage = p->stage_mem + (size_t)t * RXP_MAX_THREADS;
+			p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;
 			p->caches[t].cap = p->cache_size;
 		}
 	}
@@ -253,7 +254,7 @@ static uint8_t *free_map(const struct rxp_pool *p)
 
 		for (uint32_t i = 0; i < c->len; i++)
 			isfree[obj_index(p, c->objs[i])] = 1;
-		for (unsigned o = 0; o < RXP_MAX_THREADS; o++)
+		for (unsigned o = 0; o < NSTAGE; o++)
 			for (uint32_t i = 0; i < c->stage[o].n; i++)
 				isfree[obj_index(p, c->stage[o].objs[i])] = 1;
 		mark_ring(p, p->defer[t], isfree);
@@ -469,24 +470,41 @@ static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
 	rxp_mpmc_enqueue(p->ring, objs, n, true);
 }
 
-/* Hand a freeing thread's batch for one owner over: onto the owner's
- * deferred ring, or, when that is at its cap, onto the shared ring. */
-static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned owner)
+/* Hand a freeing thread's batch in stage slot k over: onto its owner's
+ * deferred ring, or, past that ring's cap, onto the shared ring. */
+static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned k)
 {
-	struct stage *s = &c->stage[owner];
-
+	struct stage *s = &c->stage[k];
 	uint32_t done;
 
-	c->staged &= ~(1ull << owner);
+	c->staged &= ~(1u << k);
 	if (!s->n)
 		return;
-	done = rxp_mpmc_enqueue(p->defer[owner], s->objs, s->n, false);
+	done = rxp_mpmc_enqueue(p->defer[s->owner], s->objs, s->n, false);
 	c->deferred += done;
 	if (done < s->n) {
 		to_ring(p, s->objs + done, s->n - done);
 		c->overflow += s->n - done;
 	}
 	s->n = 0;
+}
+
+/* The stage slot batching frees for owner: its own, a free one, or one
+ * emptied for it (a thread frees to few owners at a time, so a handful of
+ * slots serves, instead of one per possible owner). */
+static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
+{
+	unsigned k;
+
+	for (k = 0; k < NSTAGE; k++)
+		if ((c->staged & (1u << k)) && c->stage[k].owner == owner)
+			return k;
+	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE
+					   : (unsigned)__builtin_ctz(~c->staged);
+	stage_flush(p, c, k);
+	c->stage[k].owner = (uint16_t)owner;
+	c->staged |= 1u << k;
+	return k;
 }
 
 __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid, struct tcache *c, void *obj)
@@ -503,12 +521,12 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 		c->len -= p->batch;
 		c->objs[c->len++] = obj;
 	} else {
-		struct stage *s = &c->stage[owner];
+		unsigned k = stage_slot(p, c, owner);
+		struct stage *s = &c->stage[k];
 
 		s->objs[s->n++] = obj;
-		c->staged |= 1ull << owner;
 		if (s->n == STAGE || s->n >= p->defer_max)
-			stage_flush(p, c, owner);
+			stage_flush(p, c, k);
 	}
 }
 
@@ -581,7 +599,7 @@ static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c)
 	void *spill[64];
 
 	while (rxp_unlikely(c->staged))
-		stage_flush(p, c, (unsigned)__builtin_ctzll(c->staged));
+		stage_flush(p, c, (unsigned)__builtin_ctz(c->staged));
 	/* Only we consume d, so our cons_head is current: one shared read. */
 	if (atomic_load_explicit(&d->prod_tail, memory_order_relaxed) ==
 	    atomic_load_explicit(&d->cons_head, memory_order_relaxed))
