@@ -258,6 +258,10 @@ static struct rxp_pkt *frag_head(struct rxp_pktpool *pp, struct frag_ctx *fc)
 	f = rxp_pkt_build(pp, fc->blk->head_page, fc->off, FRAG_SLOT, FRAG_HEADROOM,
 			  RXP_TIPC_INT_H_SIZE);
 	fc->off += FRAG_SLOT;
+	/* The block is a pool head buffer, not a driver's ring buffer: holding
+	 * a fragment starves no ring, so layers need not copy it out. */
+	if (f)
+		f->flags &= (uint8_t)~RXP_PKT_F_RINGBUF;
 	return f;
 }
 

@@ -291,6 +291,7 @@ static void test_fragment_shared_heads(void **state)
 	while ((f = rxp_pkt_dequeue(&q))) {
 		assert_true(n < 700);
 		assert_false(rxp_pkt_cloned(f));
+		assert_false(f->flags & RXP_PKT_F_RINGBUF);
 		assert_true(rxp_pkt_headroom(f) >= 28);
 		frags[n++] = f;
 	}
