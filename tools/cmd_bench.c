@@ -153,7 +153,12 @@ static int bench_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	snprintf(summary, sizeof(summary), "%s/summary.md", out);
+	/* Append mode: the benchmarks' tables are appended by tee too, and
+	 * every write must land at the end of the file. */
 	FILE *sf = fopen(summary, "w");
+
+	if (sf)
+		sf = freopen(summary, "a", sf);
 	if (!sf) {
 		fprintf(stderr, "rxpath bench: cannot write %s: %s\n", summary, strerror(errno));
 		return RXP_EXIT_USAGE;
