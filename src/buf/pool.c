@@ -55,6 +55,8 @@ struct tcache {
 	void **objs;
 	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
 	uint32_t staged;     /* bit per stage slot in use */
+	uint16_t hot_owner;  /* owner of the slot used last (0xffff: none) */
+	uint8_t hot_k;       /* that slot */
 	/* Counted by the thread itself, read (relaxed) by anyone. */
 	uint64_t alloc, free, fail, deferred, overflow, drained;
 } __rxp_cache_aligned;
@@ -67,6 +69,7 @@ struct rxp_pool {
 	unsigned cache_size; /* 0: no caches */
 	unsigned batch;      /* refill/flush unit: half the cache */
 	unsigned defer_max;
+	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
 	uint8_t *mem;
 	void **cache_mem;
 	struct stage *stage_mem;
@@ -187,6 +190,9 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		p->cache_size = cfg->cache_size ? cfg->cache_size : RXP_POOL_CACHE_DEFAULT;
 	p->batch = p->cache_size > 1 ? p->cache_size / 2 : p->cache_size;
 	p->defer_max = cfg->defer_max ? cfg->defer_max : RXP_POOL_DEFER_MAX_DEFAULT;
+	p->stage_lim = p->defer_max < STAGE ? p->defer_max : STAGE;
+	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++)
+		p->caches[t].hot_owner = 0xffff; /* no slot yet (and none ever without a cache) */
 
 	p->ring = mpmc_new(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
@@ -499,13 +505,18 @@ static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
 	unsigned k;
 
 	for (k = 0; k < NSTAGE; k++)
-		if ((c->staged & (1u << k)) && c->stage[k].owner == owner)
+		if ((c->staged & (1u << k)) && c->stage[k].owner == owner) {
+			c->hot_owner = (uint16_t)owner;
+			c->hot_k = (uint8_t)k;
 			return k;
+		}
 	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE
 					   : (unsigned)__builtin_ctz(~c->staged);
 	stage_flush(p, c, k);
 	c->stage[k].owner = (uint16_t)owner;
 	c->staged |= 1u << k;
+	c->hot_owner = (uint16_t)owner;
+	c->hot_k = (uint8_t)k;
 	return k;
 }
 
@@ -537,11 +548,20 @@ void rxp_pool_put(struct rxp_pool *p, void *obj)
 	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
+	unsigned owner = hdr_of(obj)->owner;
+
 	mark_free(p, obj);
-	if (rxp_likely(hdr_of(obj)->owner == tid && c->len < c->cap))
+	if (rxp_likely(owner == tid && c->len < c->cap)) {
 		c->objs[c->len++] = obj;
-	else
+	} else if (owner == c->hot_owner && c->stage[c->hot_k].n + 1 < p->stage_lim) {
+		/* a remote free for the owner we batched for last: stage it */
+		struct stage *st = &c->stage[c->hot_k];
+
+		st->objs[st->n++] = obj;
+		c->staged |= 1u << c->hot_k;
+	} else {
 		put_slow(p, tid, c, obj);
+	}
 	if (rxp_likely(tid != TID_NONE))
 		c->free++;
 	else

@@ -383,6 +383,29 @@ static void test_bulk_get_after_drain(void **state)
 	teardown(bulk_p);
 }
 
+/* Frees from another thread into a pool without caches go to the ring. */
+static struct rxp_pool *nc_pool;
+static void *nc_objs[100];
+
+static void *nc_free(void *arg)
+{
+	for (int i = 0; i < 100; i++)
+		rxp_pool_put(nc_pool, nc_objs[i]);
+	return NULL;
+}
+
+static void test_nocache_remote_free(void **state)
+{
+	pthread_t t;
+
+	nc_pool = mk(128, RXP_POOL_NO_CACHE, 0);
+	for (int i = 0; i < 100; i++)
+		assert_non_null(nc_objs[i] = rxp_pool_get(nc_pool));
+	assert_int_equal(pthread_create(&t, NULL, nc_free, NULL), 0);
+	pthread_join(t, NULL);
+	teardown(nc_pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_leak_report_catches_injected_leak),
 		cmocka_unit_test(test_pkt_remote_free),
 		cmocka_unit_test(test_bulk_get_after_drain),
+		cmocka_unit_test(test_nocache_remote_free),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
