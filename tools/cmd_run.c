@@ -69,6 +69,12 @@ static void on_datagram(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 		/* record the whole datagram: from its IP header */
 		uint32_t l4 = (uint32_t)(pkt->data - pkt->head) - pkt->network_off;
 
+		if (!pkt->tstamp_ns) { /* the sim NIC stamps nothing: use the wall clock */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			pkt->tstamp_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		}
 		if (rxp_pkt_push(pkt, l4)) {
 			pthread_mutex_lock(&c->wlock);
 			rxp_pcap_writer_write_pkt(c->writer, pkt);
