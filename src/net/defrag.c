@@ -83,7 +83,9 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 		nb <<= 1;
 	t->bmask = nb - 1;
 	t->buckets = calloc(nb, sizeof(t->buckets[0]));
-	t->qarr = calloc(c.max_queues, sizeof(t->qarr[0]));
+	t->qarr = aligned_alloc(64, (size_t)c.max_queues * sizeof(t->qarr[0]));
+	if (t->qarr)
+		memset(t->qarr, 0, (size_t)c.max_queues * sizeof(t->qarr[0]));
 	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
 	if (!t->buckets || !t->qarr || !t->peer_rid)
 		goto nomem;
@@ -124,12 +126,46 @@ void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag
 	*c = t->c;
 }
 
+/* SipHash works in 8-byte blocks plus one final block that takes the last
+ * 0-7 bytes and the length: an IPv4 key packed into 15 bytes (addresses, id,
+ * protocol, zone) costs two blocks where its 20-byte struct form costs three.
+ * The family need not be hashed: IPv4 and IPv6 inputs differ in length, and
+ * lookup compares whole keys. */
 static uint64_t key_hash(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
 	uint64_t h;
 
-	crypto_shorthash((unsigned char *)&h, (const unsigned char *)k, dfr_key_len(k), t->hkey);
+	if (k->family == 4) {
+		unsigned char b[15];
+		uint16_t id = (uint16_t)k->id;
+
+		memcpy(b, k->addr, 8);
+		memcpy(b + 8, &id, 2);
+		b[10] = k->proto;
+		memcpy(b + 11, &k->zone, 4);
+		crypto_shorthash((unsigned char *)&h, b, sizeof(b), t->hkey);
+	} else {
+		crypto_shorthash((unsigned char *)&h, (const unsigned char *)k, dfr_key_len(k),
+				 t->hkey);
+	}
 	return h;
+}
+
+/* Whole-key equality; IPv4 keys (20 bytes) without a call. */
+static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
+{
+	uint64_t a0, a1, b0, b1;
+	uint32_t a2, b2;
+
+	if (a->family != 4 || b->family != 4)
+		return a->family == b->family && !memcmp(a, b, dfr_key_len(a));
+	memcpy(&a0, a, 8);
+	memcpy(&b0, b, 8);
+	memcpy(&a1, (const uint8_t *)a + 8, 8);
+	memcpy(&b1, (const uint8_t *)b + 8, 8);
+	memcpy(&a2, (const uint8_t *)a + 16, 4);
+	memcpy(&b2, (const uint8_t *)b + 16, 4);
+	return ((a0 ^ b0) | (a1 ^ b1) | (a2 ^ b2)) == 0;
 }
 
 static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
@@ -217,7 +253,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	t->freeq = q->hnext;
 	memset(q, 0, sizeof(*q));
 	q->key = *k;
-	q->hash = h;
+	q->hash = (uint32_t)h;
 	q->in_use = true;
 	if (k->family == 4 && t->cfg.max_dist > 0) {
 		/* Once per queue: the source's slot, keyed so that nobody can
@@ -403,7 +439,7 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h)
 {
 	for (struct dfr_queue *q = *bucket(t, h); q; q = q->hnext)
-		if (q->hash == h && !memcmp(&q->key, k, dfr_key_len(k)))
+		if (q->hash == (uint32_t)h && key_eq(&q->key, k))
 			return q;
 	return NULL;
 }
@@ -420,7 +456,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	struct dfr_queue *q;
 	struct dfr_cb *cb = dfr_cb(pkt);
 	uint8_t vbuf;
-	const uint8_t *v = rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
+	const uint8_t *v = rxp_pkt_headlen(pkt) ? pkt->data : rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
 	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT;
 	uint32_t flen, tsize;
 	uint64_t h, tstamp = pkt->tstamp_ns;

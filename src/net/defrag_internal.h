@@ -72,34 +72,46 @@ struct dfr_info {
 
 enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 
+/* Laid out by how often a field is touched: lookup and every accepted
+ * fragment read and write only the first two cache lines (bucket chain,
+ * hash, key, and the per-fragment state); the rest is touched when a queue
+ * is created, freed or restarted, by out-of-order inserts, or in policy
+ * mode. Queues are cache-line aligned in the table's array. */
 struct dfr_queue {
+	/* Line 0: lookup. */
 	struct dfr_queue *hnext;
-	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
-	uint64_t last_seq;         /* table fragment count at the last accept */
-	struct dfr_key key;
-	uint64_t hash;             /* of key, under the table's SipHash key */
+	uint32_t hash;             /* low bits of the key's SipHash (bucket + quick compare) */
+	struct dfr_key key;        /* 44 bytes */
+	uint32_t max_size;
+	uint8_t flags;
+	uint8_t ecn_mask;
+	uint16_t hdrlen;           /* of the offset-0 fragment */
+	/* Line 1: per accepted fragment. */
 	uint64_t expires;
-	struct dfr_tree runs;      /* strict */
 	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
-	struct dfr_cb *last_run;
+	struct dfr_tree runs;      /* strict */
+	uint64_t last_seq;         /* table fragment count at the last accept */
+	uint64_t mem;
 	uint32_t tail_end;         /* strict: where tail ends, and so the last run;
 				    * kept here so that appending in order
 				    * touches no older fragment's cb */
+	uint32_t len, meat;
+	uint32_t nfrags;
+	struct dfr_cb *last_run;   /* strict: head of the last run */
+	/* Line 2 on: creation, free, max_dist, policy. */
+	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
 	uint8_t *blocks;           /* policy: 8-byte blocks received */
 	uint32_t nblocks;          /* policy: blocks set */
-	uint32_t nfrags;
-	uint32_t len, meat;
-	uint32_t max_size, max_df_size;
-	uint64_t mem;
+	uint32_t max_df_size;
 	uint32_t rid;
 	uint32_t peer;             /* IPv4: slot of the source's max_dist counter */
-	uint16_t hdrlen, nhoff;    /* of the offset-0 fragment */
+	uint16_t nhoff;            /* of the offset-0 fragment */
 	uint8_t nexthdr;
-	uint8_t flags;
-	uint8_t ecn_mask;
 	bool in_use;
-};
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 0");
+_Static_assert(offsetof(struct dfr_queue, tq) == 128, "dfr_queue line 1");
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
 
