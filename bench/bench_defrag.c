@@ -336,7 +336,8 @@ int main(int argc, char **argv)
 	if (getenv("RXP_BENCH_ONE")) {
 		/* One config, one run of each: for callgrind instruction counts
 		 * (RXP_BENCH_ONE=k,order with order 0 in-order, 1 reversed, 2
-		 * shuffled; RXP_BENCH_REPEAT=n runs each n times). */
+		 * shuffled; RXP_BENCH_REPEAT=n runs each n times, with
+		 * RXP_BENCH_FRESH_TABLE a new rxpath table each time). */
 		unsigned k = 4, ord = 0;
 
 		sscanf(getenv("RXP_BENCH_ONE"), "%u,%u", &k, &ord);
@@ -351,6 +352,11 @@ int main(int argc, char **argv)
 				printf("dpdk   %.1f ns/frag\n",
 				       dp_run(f, (size_t)nd * k, nd) * 1e9 / (nd * k));
 #endif
+			if (getenv("RXP_BENCH_FRESH_TABLE")) {
+				/* Tells table state from pool state across runs. */
+				rxp_defrag_table_destroy(t);
+				t = rxp_defrag_table_create(&dc);
+			}
 			printf("rxpath %.1f ns/frag\n",
 			       rx_run(pp, t, f, (size_t)nd * k, nd) * 1e9 / (nd * k));
 		}
