@@ -23,10 +23,13 @@
  * and its run_end says where its run of contiguous fragments ends; the run's
  * members hang off pkt->next. */
 struct dfr_cb {
-	RB_ENTRY(dfr_cb) rb;
+	/* Written for every fragment: first, so that a fragment appended in
+	 * order dirties one cache line of its metadata (cb starts in the
+	 * second line of struct rxp_pkt) and not two. */
 	uint32_t off, end;  /* payload offsets of this fragment */
 	uint32_t run_end;   /* run heads only; the last run's is q->tail_end */
 	uint16_t hdrlen;    /* header bytes pulled off at insert */
+	RB_ENTRY(dfr_cb) rb; /* run heads only */
 };
 _Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
 
