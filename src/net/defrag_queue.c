@@ -57,6 +57,17 @@ int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
 		q->tail_end = cb->end;
 		return DFR_OK;
 	}
+	/* Out of order: what follows reads run heads' cbs (and may close the
+	 * last run), each in another fragment's metadata and likely out of
+	 * cache. Ask for the queue's first fragments all at once instead of
+	 * meeting the misses one by one down the tree. */
+	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
+		const char *m = (const char *)q->pf[i];
+
+		__builtin_prefetch(m);
+		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb));
+		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb) + sizeof(struct dfr_cb) - 1);
+	}
 	q->last_run->run_end = q->tail_end;
 	if (q->tail_end < cb->off) {
 		/* Close the last run: its head remembers its tail. */
