@@ -87,7 +87,20 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	if (t->qarr)
 		memset(t->qarr, 0, (size_t)c.max_queues * sizeof(t->qarr[0]));
 	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
-	if (!t->buckets || !t->qarr || !t->peer_rid)
+	/* Twice the buckets (at most 64Ki slots): with the table full, most
+	 * queues keep their slot until their datagram completes. */
+	{
+		uint32_t ns = nb < (1u << 15) ? nb * 2 : 1u << 16, bits = 0;
+
+		while ((1u << bits) < ns)
+			bits++;
+		t->cshift = 64 - bits;
+		t->qcache = calloc(ns, sizeof(t->qcache[0]));
+		randombytes_buf(t->cmul, sizeof(t->cmul));
+		t->cmul[0] |= 1;
+		t->cmul[1] |= 1;
+	}
+	if (!t->buckets || !t->qarr || !t->peer_rid || !t->qcache)
 		goto nomem;
 	if (c.policy != RXP_DEFRAG_STRICT) {
 		t->blockmem = calloc(c.max_queues, DFR_BLOCK_BYTES);
@@ -110,6 +123,7 @@ nomem:
 		free(t->buckets);
 		free(t->qarr);
 		free(t->peer_rid);
+		free(t->qcache);
 		free(t->blockmem);
 		free(t->owner);
 		free(t->fragv);
@@ -168,6 +182,16 @@ static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
 	return ((a0 ^ b0) | (a1 ^ b1) | (a2 ^ b2)) == 0;
 }
 
+/* The qcache slot of an IPv4 key: multiply-shift over its 15 bytes. */
+static uint32_t cache_slot(const struct rxp_defrag_table *t, const struct dfr_key *k)
+{
+	uint64_t a, b;
+
+	memcpy(&a, k->addr, 8);
+	b = (uint64_t)k->id << 40 ^ (uint64_t)k->proto << 32 ^ k->zone;
+	return (uint32_t)((a * t->cmul[0] + b * t->cmul[1]) >> t->cshift);
+}
+
 static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 {
 	return &t->buckets[h & t->bmask];
@@ -219,6 +243,8 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 	while (*pp != q)
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
+	if (q->key.family == 4 && t->qcache[q->cslot] == q)
+		t->qcache[q->cslot] = NULL;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
@@ -314,6 +340,7 @@ void rxp_defrag_table_destroy(struct rxp_defrag_table *t)
 	free(t->buckets);
 	free(t->qarr);
 	free(t->peer_rid);
+	free(t->qcache);
 	free(t->blockmem);
 	free(t->owner);
 	free(t->fragv);
@@ -509,8 +536,24 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return pkt;
 	}
 
-	h = key_hash(t, &fi.key);
-	q = lookup(t, &fi.key, h);
+	if (fi.key.family == 4) {
+		uint32_t slot = cache_slot(t, &fi.key);
+
+		q = t->qcache[slot];
+		if (q && key_eq(&q->key, &fi.key)) {
+			h = q->hash; /* bucket() needs only its low bits */
+		} else {
+			h = key_hash(t, &fi.key);
+			q = lookup(t, &fi.key, h);
+			if (q) {
+				t->qcache[slot] = q;
+				q->cslot = slot;
+			}
+		}
+	} else {
+		h = key_hash(t, &fi.key);
+		q = lookup(t, &fi.key, h);
+	}
 	if (q && q->expires <= now_ns) {
 		queue_timeout(t, q);
 		q = NULL;
@@ -549,8 +592,13 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 			return NULL;
 		}
 	}
-	if (!q)
+	if (!q) {
 		q = queue_new(t, &fi.key, h, now_ns);
+		if (fi.key.family == 4) {
+			q->cslot = cache_slot(t, &fi.key);
+			t->qcache[q->cslot] = q;
+		}
+	}
 
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now_ns);

@@ -113,6 +113,7 @@ struct dfr_queue {
 	uint32_t max_df_size;
 	uint32_t rid;
 	uint32_t peer;             /* IPv4: slot of the source's max_dist counter */
+	uint32_t cslot;            /* its slot in the table's qcache (IPv4) */
 	uint16_t nhoff;            /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	bool in_use;
@@ -137,6 +138,14 @@ struct rxp_defrag_table {
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
 	uint64_t seq;            /* fragments accepted so far */
 	uint32_t *peer_rid;
+	/* IPv4 lookup cache in front of the SipHash table: one queue per
+	 * slot, indexed by a cheap hash under random multipliers. A hit is
+	 * checked against the whole key, a miss (or a slot taken by another
+	 * queue) falls back to SipHash and the bucket chain, so crafted
+	 * collisions only cost that fallback: never a longer search. */
+	struct dfr_queue **qcache;
+	uint64_t cmul[2];
+	uint32_t cshift;
 	uint8_t *blockmem;       /* policy: 1 KiB per queue */
 	uint16_t *owner;         /* policy: scratch, one entry per payload byte */
 	struct rxp_pkt **fragv;  /* policy: scratch, fragments in arrival order */
