@@ -105,6 +105,8 @@ static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_cb *h,
 	p = h == q->last_run ? q->tail : head->next;
 	*last = p;
 	for (;;) {
+		/* Coalescing reads each fragment's page header next. */
+		__builtin_prefetch(p->head_page);
 		prev = p->next;
 		p->next = list;
 		list = p;
