@@ -16,7 +16,7 @@
 
 #include "cmd.h"
 
-static const char *const known[] = { "pool", "ring", "defrag", "ipid", "tipc" };
+static const char *const known[] = { "pool", "ring", "defrag", "goodput", "ipid", "tipc" };
 
 static int find_bench(const char *name, char *path, size_t n)
 {
@@ -95,7 +95,7 @@ static void usage(FILE *f)
 
 static int bench_main(int argc, char **argv)
 {
-	char out[PATH_MAX] = "", path[PATH_MAX], summary[PATH_MAX];
+	char out[PATH_MAX / 2] = "", path[PATH_MAX], summary[PATH_MAX];
 	const char *names[16];
 	int nnames = 0, quick = 0, failed = 0;
 
@@ -158,7 +158,7 @@ static int bench_main(int argc, char **argv)
 		fflush(sf);
 	}
 	for (int i = 0; i < nnames; i++) {
-		char cmd[3 * PATH_MAX];
+		char cmd[4 * PATH_MAX];
 
 		if (find_bench(names[i], path, sizeof(path))) {
 			fprintf(stderr, "rxpath bench: no benchmark '%s'\n", names[i]);

@@ -14,6 +14,10 @@
  *     over (src, dst, proto) with a 128-bit random key per table. The key is
  *     never derived from anything in memory (CVE-2019-10639) and the table is
  *     large enough that bucket collisions do not leak it (CVE-2019-10638).
+ *     Each thread caches the bucket of the last 512-odd tuples it saw (keyed
+ *     by the whole tuple and the table), so a flow pays for SipHash once,
+ *     not per datagram; the cache holds nothing the thread could not
+ *     recompute.
  *   - rxp_ipid_reserve() returns the first of segs consecutive IDs with one
  *     atomic fetch-add of (segs + delta). delta is 0 except on a bucket's
  *     first use in a new tick, where it is a random value in [0, elapsed

@@ -49,6 +49,9 @@ struct rxp_frag {
 
 enum {
 	RXP_PKT_F_CLONED = 1 << 0, /* head shared with a clone: copy before writing */
+	RXP_PKT_F_RINGBUF = 1 << 1, /* built around a driver's receive buffer
+				     * (rxp_pkt_build): holding it long starves
+				     * the ring, so layers that queue copy out */
 };
 
 struct rxp_pkt {
@@ -168,6 +171,12 @@ uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len);
  * tailroom (the head is reallocated if needed). false if len > pkt->len or
  * no memory. */
 bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len);
+/* Make room for at least need bytes of tailroom in a linear packet by moving
+ * everything from head to tail (headroom bytes included, so pulled headers
+ * can be pushed back) into a head buffer of a larger class; the old buffer
+ * is released. truesize follows. 0; -EINVAL for a non-linear or cloned
+ * packet; -ENOMEM when no buffer class is large enough or none is left. */
+int rxp_pkt_expand(struct rxp_pkt *pkt, uint32_t need);
 /* Cut the packet to len bytes (len <= pkt->len), releasing trailing frags
  * and frag_list members. -EINVAL if len > pkt->len. */
 int rxp_pkt_trim(struct rxp_pkt *pkt, uint32_t len);

@@ -97,7 +97,16 @@ const char *rxp_pool_name(const struct rxp_pool *pool);
 bool rxp_pool_contains(const struct rxp_pool *pool, const void *obj);
 size_t rxp_pool_obj_size(const struct rxp_pool *pool);
 
-/* This thread's small id, assigned on first use; < RXP_MAX_THREADS. */
-unsigned rxp_thread_id(void);
+/* This thread's small id, assigned on first use; < RXP_MAX_THREADS (or
+ * == RXP_MAX_THREADS for threads past the limit, which get no caches).
+ * Inline: it is on every allocation and free. */
+extern __thread int rxp_tid_ __attribute__((tls_model("initial-exec")));
+unsigned rxp_thread_id_assign(void);
+static inline unsigned rxp_thread_id(void)
+{
+	int t = rxp_tid_;
+
+	return __builtin_expect(t >= 0, 1) ? (unsigned)t : rxp_thread_id_assign();
+}
 
 #endif

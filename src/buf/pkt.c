@@ -120,25 +120,32 @@ struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uin
 	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
 	pkt->tail += len;
 	pkt->len = len;
+	pkt->flags = RXP_PKT_F_RINGBUF;
 	pkt->truesize = RXP_PKT_META_TRUESIZE + buf_size;
 	return pkt;
 }
 
 void rxp_pkt_consume(struct rxp_pkt *pkt)
 {
+	unsigned tid;
+
 	if (!pkt)
 		return;
-	pktpool_stat_add(&pkt->pool->stats[rxp_thread_id()].consumed, 1);
+	tid = rxp_thread_id();
+	pktpool_stat_add(tid, &pkt->pool->stats[tid].consumed, 1);
 	pkt_free(pkt);
 }
 
 void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason)
 {
+	unsigned tid;
+
 	if (!pkt)
 		return;
 	if ((unsigned)reason >= RXP_DROP_MAX)
 		reason = RXP_DROP_NOT_SPECIFIED;
-	pktpool_stat_add(&pkt->pool->stats[rxp_thread_id()].drops[reason], 1);
+	tid = rxp_thread_id();
+	pktpool_stat_add(tid, &pkt->pool->stats[tid].drops[reason], 1);
 	pkt_free(pkt);
 }
 
@@ -325,6 +332,29 @@ static int expand_head(struct rxp_pkt *pkt, uint32_t extra)
 	set_head(pkt, pg, pg->addr, pg->size, hr);
 	pkt->tail += hl;
 	pkt->flags &= (uint8_t)~RXP_PKT_F_CLONED;
+	return 0;
+}
+
+int rxp_pkt_expand(struct rxp_pkt *pkt, uint32_t need)
+{
+	uint32_t used = (uint32_t)(pkt->tail - pkt->head), hr = rxp_pkt_headroom(pkt);
+	uint32_t hl = rxp_pkt_headlen(pkt);
+	struct rxp_page *pg;
+
+	if (!rxp_pkt_is_linear(pkt) || rxp_pkt_cloned(pkt))
+		return -EINVAL;
+	if (rxp_pkt_tailroom(pkt) >= need)
+		return 0;
+	if ((uint64_t)used + need > UINT32_MAX)
+		return -ENOMEM;
+	pg = pktpool_buf_get(pkt->pool, used + need, __FILE__, __LINE__);
+	if (!pg)
+		return -ENOMEM;
+	memcpy(pg->addr, pkt->head, used);
+	pkt->truesize = pkt->truesize - (uint32_t)(pkt->end - pkt->head) + pg->size;
+	rxp_page_put(pkt->head_page);
+	set_head(pkt, pg, pg->addr, pg->size, hr);
+	pkt->tail += hl;
 	return 0;
 }
 

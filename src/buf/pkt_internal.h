@@ -20,11 +20,11 @@ struct rxp_pktpool {
 	struct pktpool_tstats stats[RXP_MAX_THREADS + 1];
 };
 
-/* Each thread bumps only its own counters, so a relaxed load-add-store is
- * enough, except in the shared overflow slot. */
-static inline void pktpool_stat_add(uint64_t *c, uint64_t n)
+/* Each thread bumps only its own counters (stats[tid]), so a relaxed
+ * load-add-store is enough, except in the shared overflow slot. */
+static inline void pktpool_stat_add(unsigned tid, uint64_t *c, uint64_t n)
 {
-	if (rxp_thread_id() < RXP_MAX_THREADS)
+	if (rxp_likely(tid < RXP_MAX_THREADS))
 		__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
 	else
 		__atomic_fetch_add(c, n, __ATOMIC_RELAXED);

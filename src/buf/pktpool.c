@@ -198,7 +198,9 @@ void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint
 {
 	if ((unsigned)r >= RXP_DROP_MAX)
 		r = RXP_DROP_NOT_SPECIFIED;
-	pktpool_stat_add(&pp->stats[rxp_thread_id()].drops[r], n);
+	unsigned tid = rxp_thread_id();
+
+	pktpool_stat_add(tid, &pp->stats[tid].drops[r], n);
 }
 
 struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file,

@@ -80,7 +80,7 @@ struct rxp_pool {
 static _Atomic uint64_t tid_bitmap;
 static pthread_key_t tid_key;
 static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
-static __thread int my_tid = -1;
+__thread int rxp_tid_ __attribute__((tls_model("initial-exec"))) = -1;
 
 static void tid_release(void *v)
 {
@@ -94,20 +94,20 @@ static void tid_key_init(void)
 	pthread_key_create(&tid_key, tid_release);
 }
 
-__attribute__((noinline, cold)) static unsigned tid_assign(void)
+__attribute__((noinline, cold)) unsigned rxp_thread_id_assign(void)
 {
 	uint64_t used = atomic_load(&tid_bitmap);
 
 	pthread_once(&tid_once, tid_key_init);
 	for (;;) {
 		if (used == ~0ull) {
-			my_tid = TID_NONE;
+			rxp_tid_ = TID_NONE;
 			return TID_NONE;
 		}
 		unsigned tid = (unsigned)__builtin_ctzll(~used);
 
 		if (atomic_compare_exchange_weak(&tid_bitmap, &used, used | (1ull << tid))) {
-			my_tid = (int)tid;
+			rxp_tid_ = (int)tid;
 			pthread_setspecific(tid_key, (void *)(uintptr_t)(tid + 1));
 			return tid;
 		}
@@ -116,14 +116,7 @@ __attribute__((noinline, cold)) static unsigned tid_assign(void)
 
 static inline unsigned tid_fast(void)
 {
-	int t = my_tid;
-
-	return rxp_likely(t >= 0) ? (unsigned)t : tid_assign();
-}
-
-unsigned rxp_thread_id(void)
-{
-	return tid_fast();
+	return rxp_thread_id();
 }
 
 /* ---- creation ------------------------------------------------------------ */
@@ -540,14 +533,26 @@ void rxp_pool_put_bulk(struct rxp_pool *p, void *const *objs, unsigned n)
 	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
-	for (unsigned i = 0; i < n; i++) {
-		void *obj = objs[i];
+	unsigned foreign = 0;
 
-		mark_free(p, obj);
-		if (rxp_likely(hdr_of(obj)->owner == tid && c->len < c->cap))
-			c->objs[c->len++] = obj;
-		else
-			put_slow(p, tid, c, obj);
+	/* Common case: all ours and the cache has room: one check pass, one copy. */
+	for (unsigned i = 0; i < n; i++)
+		foreign |= hdr_of(objs[i])->owner ^ tid;
+	if (rxp_likely(!foreign && c->len + n <= c->cap)) {
+		for (unsigned i = 0; i < n; i++)
+			mark_free(p, objs[i]);
+		memcpy(c->objs + c->len, objs, n * sizeof(void *));
+		c->len += n;
+	} else {
+		for (unsigned i = 0; i < n; i++) {
+			void *obj = objs[i];
+
+			mark_free(p, obj);
+			if (hdr_of(obj)->owner == tid && c->len < c->cap)
+				c->objs[c->len++] = obj;
+			else
+				put_slow(p, tid, c, obj);
+		}
 	}
 	if (rxp_likely(tid != TID_NONE))
 		c->free += n;

@@ -392,6 +392,70 @@ static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq);
 }
 
+/* Evict the oldest stale queue other than keep (what holds a buffer
+ * longest for nothing); false if none among the oldest looked at. */
+static bool evict_stale(struct rxp_defrag_table *t, const struct dfr_queue *keep)
+{
+	unsigned scanned = 0;
+
+	for (int f = 0; f < 2; f++)
+		for (struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]);
+		     q && scanned < DFR_EVICT_SCAN; q = TAILQ_NEXT(q, tq), scanned++) {
+			if (q == keep || t->seq - q->last_seq <= DFR_STALE_FRAGS)
+				continue;
+			t->c.evictions++;
+			t->c.ReasmFails++;
+			queue_kill(t, q, RXP_DROP_FRAG_EVICT);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Local delivery copies a fragment that sits in a receive-ring buffer and
+ * extends its run in order into the run's first fragment at once, and frees
+ * it, so the buffer goes back to the ring now rather than when the datagram
+ * completes (thread 001: fragments pinning ring buffers starved the NIC and
+ * goodput collapsed). The run's head moves into a buffer big enough for a
+ * whole datagram when the second fragment arrives, if the memory cap
+ * allows; otherwise, or when no such buffer is left, fragments stay linked
+ * as in forward mode. Only bytes move: runs, offsets and counts stay as they
+ * were. The fragment that completes a datagram is not copied (completion
+ * coalesces without copying). pkt was just appended (the queue owns it).
+ */
+static void coalesce_tail(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+			  uint32_t tsize)
+{
+	struct rxp_pkt *head = dfr_pkt(q->last_run);
+	uint32_t ts0;
+
+	if (head == pkt || head->next != pkt || q->tail != pkt)
+		return;
+	ts0 = head->truesize;
+	if (rxp_pkt_tailroom(head) < pkt->len) {
+		uint32_t want = DFR_MAXLEN - (q->tail_end - dfr_cb(head)->off) + pkt->len;
+
+		int err;
+
+		/* Room under the cap first, at the expense of stale or sparser
+		 * queues; then a big buffer, which a stale queue may hold. */
+		if (t->c.mem + want > t->cfg.mem_limit &&
+		    !make_room(t, want, false, q, queue_fill(q)))
+			return;
+		err = rxp_pkt_expand(head, want);
+		if (err == -ENOMEM && evict_stale(t, q))
+			err = rxp_pkt_expand(head, want);
+		if (err || rxp_pkt_tailroom(head) < pkt->len)
+			return;
+	}
+	head->next = NULL;
+	q->tail = head;
+	rxp_pkt_try_coalesce(head, pkt); /* fits in the tailroom: copied, pkt freed */
+	/* The fragment's buffer is gone; the head's grew by what expand took. */
+	q->mem = q->mem - tsize + (head->truesize - ts0);
+	t->c.mem = t->c.mem - tsize + (head->truesize - ts0);
+}
+
 static uint8_t ecn_combine(uint8_t m)
 {
 	if ((m & 1) && (m & ~1u))
@@ -664,6 +728,8 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
 	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
 		return finish(t, q, h, tstamp);
+	if (strict && (pkt->flags & RXP_PKT_F_RINGBUF) && !t->cfg.forward && !t->cfg.discard_cb)
+		coalesce_tail(t, q, pkt, tsize);
 	return NULL;
 
 discard_q:

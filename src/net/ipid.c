@@ -38,6 +38,7 @@ struct ipid_bucket {
 
 struct rxp_ipid_table {
 	uint32_t mask;
+	uint64_t gen; /* unique per table ever created: keys the bucket cache */
 	rxp_ipid_clock_fn clock;
 	void *clock_arg;
 	unsigned char key[crypto_shorthash_KEYBYTES];
@@ -45,6 +46,8 @@ struct rxp_ipid_table {
 };
 
 _Static_assert(crypto_shorthash_KEYBYTES == RXP_IPID_KEY_LEN, "SipHash key is 128 bits");
+
+static _Atomic uint64_t table_gen;
 
 /* ---- per-thread randomness ---------------------------------------------- */
 
@@ -152,6 +155,7 @@ struct rxp_ipid_table *rxp_ipid_create(const struct rxp_ipid_config *cfg)
 		return NULL;
 	}
 	t->mask = n - 1;
+	t->gen = atomic_fetch_add(&table_gen, 1) + 1;
 	t->clock = cfg->clock ? cfg->clock : default_clock;
 	t->clock_arg = cfg->clock_arg;
 	if (cfg->key)
@@ -215,10 +219,44 @@ static uint32_t reserve_bucket(struct ipid_bucket *b, uint32_t segs, uint32_t no
 	return atomic_fetch_add_explicit(&b->counter, segs + delta, memory_order_relaxed) + delta;
 }
 
+/*
+ * SipHash is most of a reservation's cost, and a sender reserves IDs for
+ * the same few (src, dst, proto) over and over (Linux keeps the ID in the
+ * socket for the same reason). Each thread keeps the buckets it looked up
+ * last in a small direct-mapped cache keyed by the whole tuple and the
+ * table's generation. It holds nothing the thread could not recompute, so
+ * it changes nothing about what IDs reveal.
+ */
+#define BCACHE 512 /* 12 KiB per thread */
+struct bcache_ent {
+	uint64_t gen;
+	uint32_t saddr, daddr;
+	uint32_t bucket;
+	uint8_t proto;
+};
+static __thread struct bcache_ent bcache[BCACHE];
+
+static inline uint32_t bucket_cached(const struct rxp_ipid_table *t, uint32_t saddr,
+				     uint32_t daddr, uint8_t proto)
+{
+	struct bcache_ent *e =
+		&bcache[((saddr * 0x9e3779b1u) ^ (daddr * 0x85ebca77u) ^ proto) >> 23];
+
+	if (rxp_likely(e->gen == t->gen && e->saddr == saddr && e->daddr == daddr &&
+		       e->proto == proto))
+		return e->bucket;
+	e->bucket = rxp_ipid_bucket_of(t, saddr, daddr, proto);
+	e->gen = t->gen;
+	e->saddr = saddr;
+	e->daddr = daddr;
+	e->proto = proto;
+	return e->bucket;
+}
+
 uint16_t rxp_ipid_reserve_at(struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr,
 			     uint8_t proto, uint32_t segs, uint32_t now)
 {
-	uint32_t i = rxp_ipid_bucket_of(t, saddr, daddr, proto);
+	uint32_t i = bucket_cached(t, saddr, daddr, proto);
 
 	return (uint16_t)reserve_bucket(&t->buckets[i], segs, now);
 }
