@@ -429,7 +429,8 @@ static void coalesce_tail(struct rxp_defrag_table *t, struct dfr_queue *q, struc
 	struct rxp_pkt *head = dfr_pkt(q->last_run);
 	uint32_t ts0;
 
-	if (head == pkt || head->next != pkt || q->tail != pkt)
+	/* Runs link backwards (defrag_queue.c): the run is head then pkt. */
+	if (head == pkt || pkt->next != head || q->tail != pkt)
 		return;
 	ts0 = head->truesize;
 	if (rxp_pkt_tailroom(head) < pkt->len) {
@@ -448,7 +449,7 @@ static void coalesce_tail(struct rxp_defrag_table *t, struct dfr_queue *q, struc
 		if (err || rxp_pkt_tailroom(head) < pkt->len)
 			return;
 	}
-	head->next = NULL;
+	pkt->next = NULL;
 	q->tail = head;
 	rxp_pkt_try_coalesce(head, pkt); /* fits in the tailroom: copied, pkt freed */
 	/* The fragment's buffer is gone; the head's grew by what expand took. */
