@@ -188,7 +188,10 @@ static uint32_t cache_slot(const struct rxp_defrag_table *t, const struct dfr_ke
 	uint64_t a, b;
 
 	memcpy(&a, k->addr, 8);
-	b = (uint64_t)k->id << 40 ^ (uint64_t)k->proto << 32 ^ k->zone;
+	/* The id in the low bits, where every bit of the multiplier reaches
+	 * the top bits kept (shifted up, it met only the multiplier's low
+	 * bits, and sequential ids collided for some multipliers). */
+	b = (uint64_t)k->zone << 32 | (uint64_t)k->proto << 16 | (k->id & 0xffff);
 	return (uint32_t)((a * t->cmul[0] + b * t->cmul[1]) >> t->cshift);
 }
 
