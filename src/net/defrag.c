@@ -99,6 +99,7 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 		randombytes_buf(t->cmul, sizeof(t->cmul));
 		t->cmul[0] |= 1;
 		t->cmul[1] |= 1;
+		t->cmul[2] |= 1;
 	}
 	if (!t->buckets || !t->qarr || !t->peer_rid || !t->qcache)
 		goto nomem;
@@ -182,8 +183,11 @@ static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
 	return ((a0 ^ b0) | (a1 ^ b1) | (a2 ^ b2)) == 0;
 }
 
-/* The qcache slot of an IPv4 key: multiply-shift over its 15 bytes. */
-static uint32_t cache_slot(const struct rxp_defrag_table *t, const struct dfr_key *k)
+/* The qcache slot of an IPv4 key: its 15 bytes multiplied in, then the
+ * high half folded down and multiplied again, so that no random multiplier
+ * leaves sequential ids in a lattice that piles them into a few slots (one
+ * multiply-shift alone did, now and then). */
+static uint32_t cache_set(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
 	uint64_t a, b;
 
@@ -192,7 +196,20 @@ static uint32_t cache_slot(const struct rxp_defrag_table *t, const struct dfr_ke
 	 * the top bits kept (shifted up, it met only the multiplier's low
 	 * bits, and sequential ids collided for some multipliers). */
 	b = (uint64_t)k->zone << 32 | (uint64_t)k->proto << 16 | (k->id & 0xffff);
-	return (uint32_t)((a * t->cmul[0] + b * t->cmul[1]) >> t->cshift);
+	a = a * t->cmul[0] + b * t->cmul[1];
+	a ^= a >> 32;
+	return (uint32_t)((a * t->cmul[2]) >> t->cshift) & ~1u;
+}
+
+/* Remember q in its set: a free way, else the way chosen by the table's
+ * fragment count (cheap, and no other queue is read to choose). */
+static void cache_put(struct rxp_defrag_table *t, struct dfr_queue *q, uint32_t set)
+{
+	struct dfr_queue **c = &t->qcache[set];
+	uint32_t w = !c[0] ? 0 : !c[1] ? 1 : (uint32_t)(t->seq & 1);
+
+	c[w] = q;
+	q->cslot = set + w;
 }
 
 static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
@@ -582,7 +599,11 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	if (r == 0 && !atomic)
 		return pkt;
 	t->c.ReasmReqds++;
-	cb->hdrlen = 0; /* only what we read: the rest of cb is set on insert */
+	/* cb->hdrlen is read only by the discard hook (frag_drop); without
+	 * one, a fragment appended in order never touches the cache line of
+	 * its metadata that holds cb. */
+	if (t->cfg.discard_cb)
+		cb->hdrlen = 0; /* only what we read: the rest of cb is set on insert */
 	flen = fi.end - fi.off;
 	if ((pkt->len != fi.hdrlen + flen && rxp_pkt_trim(pkt, fi.hdrlen + flen)) ||
 	    (rxp_pkt_headlen(pkt) < fi.hdrlen && !rxp_pkt_may_pull(pkt, fi.hdrlen))) {
@@ -605,18 +626,19 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	}
 
 	if (fi.key.family == 4) {
-		uint32_t slot = cache_slot(t, &fi.key);
+		struct dfr_queue **c = &t->qcache[cache_set(t, &fi.key)];
 
-		q = t->qcache[slot];
-		if (q && key_eq(&q->key, &fi.key)) {
+		if (c[0] && key_eq(&c[0]->key, &fi.key)) {
+			q = c[0];
 			h = q->hash; /* bucket() needs only its low bits */
+		} else if (c[1] && key_eq(&c[1]->key, &fi.key)) {
+			q = c[1];
+			h = q->hash;
 		} else {
 			h = key_hash(t, &fi.key);
 			q = lookup(t, &fi.key, h);
-			if (q) {
-				t->qcache[slot] = q;
-				q->cslot = slot;
-			}
+			if (q)
+				cache_put(t, q, (uint32_t)(c - t->qcache));
 		}
 	} else {
 		h = key_hash(t, &fi.key);
@@ -662,10 +684,8 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	}
 	if (!q) {
 		q = queue_new(t, &fi.key, h, now_ns);
-		if (fi.key.family == 4) {
-			q->cslot = cache_slot(t, &fi.key);
-			t->qcache[q->cslot] = q;
-		}
+		if (fi.key.family == 4)
+			cache_put(t, q, cache_set(t, &fi.key));
 	}
 
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)
@@ -686,10 +706,13 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		goto discard_q;
 
 	rxp_pkt_pull(pkt, fi.hdrlen);
-	cb->hdrlen = fi.hdrlen;
-	cb->off = fi.off;
-	cb->end = fi.end;
-	r = strict ? dfr_runs_insert(q, pkt) : dfr_policy_insert(t, q, pkt);
+	if (t->cfg.discard_cb)
+		cb->hdrlen = fi.hdrlen;
+	if (!strict) {
+		cb->off = fi.off;
+		cb->end = fi.end;
+	}
+	r = strict ? dfr_runs_insert(q, pkt, fi.off, fi.end) : dfr_policy_insert(t, q, pkt);
 	if (r == DFR_DUP) {
 		/* Not for the discard hook: its bytes are already queued. */
 		t->c.duplicates++;

@@ -138,13 +138,14 @@ struct rxp_defrag_table {
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
 	uint64_t seq;            /* fragments accepted so far */
 	uint32_t *peer_rid;
-	/* IPv4 lookup cache in front of the SipHash table: one queue per
-	 * slot, indexed by a cheap hash under random multipliers. A hit is
+	/* IPv4 lookup cache in front of the SipHash table: sets of two
+	 * queues (one cache line holds four sets), indexed by a cheap hash
+	 * under random multipliers. A hit is
 	 * checked against the whole key, a miss (or a slot taken by another
 	 * queue) falls back to SipHash and the bucket chain, so crafted
 	 * collisions only cost that fallback: never a longer search. */
 	struct dfr_queue **qcache;
-	uint64_t cmul[2];
+	uint64_t cmul[3];
 	uint32_t cshift;
 	uint8_t *blockmem;       /* policy: 1 KiB per queue */
 	uint16_t *owner;         /* policy: scratch, one entry per payload byte */
@@ -170,7 +171,7 @@ int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
 /* Queue storage (defrag_queue.c). insert returns 0, DFR_DUP or DFR_OVERLAP;
  * on 0 the queue owns pkt. */
 enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3 };
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt);
+int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end);
 int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
 bool dfr_policy_complete(const struct dfr_queue *q);
 /* Build the datagram from a complete queue (which is left empty); the

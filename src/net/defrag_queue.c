@@ -35,26 +35,30 @@ static int cb_cmp(struct dfr_cb *a, struct dfr_cb *b)
 
 RB_GENERATE_STATIC(dfr_tree, dfr_cb, rb, cb_cmp)
 
-/* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it. */
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
+/* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
+ * Only a fragment that heads a run gets its cb written (off, end, run_end):
+ * nothing reads a run member's, and so an in-order append leaves the cache
+ * line that holds cb alone. */
+int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
 	struct dfr_cb *cb = dfr_cb(pkt), *n;
 
-	cb->run_end = cb->end;
-	if (!q->tail) {
-		pkt->next = NULL;
-		RB_INSERT(dfr_tree, &q->runs, cb);
-		q->last_run = cb;
-		q->tail = pkt;
-		q->tail_end = cb->end;
-		return DFR_OK;
-	}
-	if (q->tail_end == cb->off) {
+	if (q->tail && q->tail_end == off) {
 		/* The common case: in order, extend the last run (its
 		 * run_end is written back before anyone reads it). */
 		pkt->next = q->tail;
 		q->tail = pkt;
-		q->tail_end = cb->end;
+		q->tail_end = end;
+		return DFR_OK;
+	}
+	if (!q->tail) {
+		cb->off = off;
+		cb->end = cb->run_end = end;
+		pkt->next = NULL;
+		RB_INSERT(dfr_tree, &q->runs, cb);
+		q->last_run = cb;
+		q->tail = pkt;
+		q->tail_end = end;
 		return DFR_OK;
 	}
 	/* Out of order: what follows reads run heads' cbs (and may close the
@@ -69,28 +73,32 @@ int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
 		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb) + sizeof(struct dfr_cb) - 1);
 	}
 	q->last_run->run_end = q->tail_end;
-	if (q->tail_end < cb->off) {
+	if (q->tail_end < off) {
 		/* Close the last run: its head remembers its tail. */
 		dfr_pkt(q->last_run)->next = q->tail;
 		pkt->next = NULL;
+		cb->off = off;
+		cb->end = cb->run_end = end;
 		RB_INSERT(dfr_tree, &q->runs, cb);
 		q->last_run = cb;
 		q->tail = pkt;
-		q->tail_end = cb->end;
+		q->tail_end = end;
 		return DFR_OK;
 	}
 	n = RB_ROOT(&q->runs);
 	while (n) {
-		if (cb->end <= n->off)
+		if (end <= n->off)
 			n = RB_LEFT(n, rb);
-		else if (cb->off >= n->run_end)
+		else if (off >= n->run_end)
 			n = RB_RIGHT(n, rb);
-		else if (cb->off >= n->off && cb->end <= n->run_end)
+		else if (off >= n->off && end <= n->run_end)
 			return DFR_DUP;
 		else
 			return DFR_OVERLAP;
 	}
 	pkt->next = pkt; /* a closed run of one */
+	cb->off = off;
+	cb->end = cb->run_end = end;
 	RB_INSERT(dfr_tree, &q->runs, cb);
 	return DFR_OK;
 }
