@@ -187,7 +187,7 @@ static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
  * high half folded down and multiplied again, so that no random multiplier
  * leaves sequential ids in a lattice that piles them into a few slots (one
  * multiply-shift alone did, now and then). */
-static uint32_t cache_set(const struct rxp_defrag_table *t, const struct dfr_key *k)
+static uint64_t cache_hash(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
 	uint64_t a, b;
 
@@ -198,18 +198,26 @@ static uint32_t cache_set(const struct rxp_defrag_table *t, const struct dfr_key
 	b = (uint64_t)k->zone << 32 | (uint64_t)k->proto << 16 | (k->id & 0xffff);
 	a = a * t->cmul[0] + b * t->cmul[1];
 	a ^= a >> 32;
-	return (uint32_t)((a * t->cmul[2]) >> t->cshift) & ~1u;
+	return a * t->cmul[2];
+}
+
+/* The set (top bits) and tag (low bits) of a cache_hash() value. */
+static uint32_t cache_setof(const struct rxp_defrag_table *t, uint64_t x)
+{
+	return (uint32_t)(x >> t->cshift) & ~1u;
 }
 
 /* Remember q in its set: a free way, else the way chosen by the table's
  * fragment count (cheap, and no other queue is read to choose). */
-static void cache_put(struct rxp_defrag_table *t, struct dfr_queue *q, uint32_t set)
+static void cache_put(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t x)
 {
-	struct dfr_queue **c = &t->qcache[set];
-	uint32_t w = !c[0] ? 0 : !c[1] ? 1 : (uint32_t)(t->seq & 1);
+	uint32_t set = cache_setof(t, x);
+	struct dfr_centry *c = &t->qcache[set];
+	uint32_t w = !c[0].q ? 0 : !c[1].q ? 1 : (uint32_t)(t->seq & 1);
 
-	c[w] = q;
-	q->cslot = set + w;
+	c[w].q = q;
+	c[w].tag = (uint32_t)x;
+	q->cslot = (uint16_t)(set + w);
 }
 
 static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
@@ -263,8 +271,8 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 	while (*pp != q)
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
-	if (q->key.family == 4 && t->qcache[q->cslot] == q)
-		t->qcache[q->cslot] = NULL;
+	if (q->key.family == 4 && t->qcache[q->cslot].q == q)
+		t->qcache[q->cslot].q = NULL;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
@@ -626,19 +634,21 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	}
 
 	if (fi.key.family == 4) {
-		struct dfr_queue **c = &t->qcache[cache_set(t, &fi.key)];
+		uint64_t x = cache_hash(t, &fi.key);
+		struct dfr_centry *c = &t->qcache[cache_setof(t, x)];
+		uint32_t tag = (uint32_t)x;
 
-		if (c[0] && key_eq(&c[0]->key, &fi.key)) {
-			q = c[0];
+		if (c[0].q && c[0].tag == tag && key_eq(&c[0].q->key, &fi.key)) {
+			q = c[0].q;
 			h = q->hash; /* bucket() needs only its low bits */
-		} else if (c[1] && key_eq(&c[1]->key, &fi.key)) {
-			q = c[1];
+		} else if (c[1].q && c[1].tag == tag && key_eq(&c[1].q->key, &fi.key)) {
+			q = c[1].q;
 			h = q->hash;
 		} else {
 			h = key_hash(t, &fi.key);
 			q = lookup(t, &fi.key, h);
 			if (q)
-				cache_put(t, q, (uint32_t)(c - t->qcache));
+				cache_put(t, q, x);
 		}
 	} else {
 		h = key_hash(t, &fi.key);
@@ -685,7 +695,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	if (!q) {
 		q = queue_new(t, &fi.key, h, now_ns);
 		if (fi.key.family == 4)
-			cache_put(t, q, cache_set(t, &fi.key));
+			cache_put(t, q, cache_hash(t, &fi.key));
 	}
 
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)

@@ -99,7 +99,8 @@ struct dfr_queue {
 				    * kept here so that appending in order
 				    * touches no older fragment's cb */
 	uint32_t len, meat;
-	uint32_t nfrags;
+	uint16_t nfrags;           /* at most 8192 (8-byte fragments below 65536) */
+	uint16_t cslot;            /* IPv4: its entry in the table's qcache */
 	struct dfr_cb *last_run;   /* strict: head of the last run */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
@@ -113,7 +114,6 @@ struct dfr_queue {
 	uint32_t max_df_size;
 	uint32_t rid;
 	uint32_t peer;             /* IPv4: slot of the source's max_dist counter */
-	uint32_t cslot;            /* its slot in the table's qcache (IPv4) */
 	uint16_t nhoff;            /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	bool in_use;
@@ -124,6 +124,13 @@ _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 2");
 #define DFR_PF 8u
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
+
+/* A qcache entry: the tag (more bits of the cheap hash) spares reading a
+ * queue that only shares the set. */
+struct dfr_centry {
+	struct dfr_queue *q;
+	uint32_t tag;
+};
 
 #define DFR_PEER_SLOTS 4096u
 
@@ -144,7 +151,7 @@ struct rxp_defrag_table {
 	 * checked against the whole key, a miss (or a slot taken by another
 	 * queue) falls back to SipHash and the bucket chain, so crafted
 	 * collisions only cost that fallback: never a longer search. */
-	struct dfr_queue **qcache;
+	struct dfr_centry *qcache;
 	uint64_t cmul[3];
 	uint32_t cshift;
 	uint8_t *blockmem;       /* policy: 1 KiB per queue */
