@@ -87,21 +87,7 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	if (t->qarr)
 		memset(t->qarr, 0, (size_t)c.max_queues * sizeof(t->qarr[0]));
 	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
-	/* Twice the buckets (at most 64Ki slots): with the table full, most
-	 * queues keep their slot until their datagram completes. */
-	{
-		uint32_t ns = nb < (1u << 15) ? nb * 2 : 1u << 16, bits = 0;
-
-		while ((1u << bits) < ns)
-			bits++;
-		t->cshift = 64 - bits;
-		t->qcache = calloc(ns, sizeof(t->qcache[0]));
-		randombytes_buf(t->cmul, sizeof(t->cmul));
-		t->cmul[0] |= 1;
-		t->cmul[1] |= 1;
-		t->cmul[2] |= 1;
-	}
-	if (!t->buckets || !t->qarr || !t->peer_rid || !t->qcache)
+	if (!t->buckets || !t->qarr || !t->peer_rid)
 		goto nomem;
 	if (c.policy != RXP_DEFRAG_STRICT) {
 		t->blockmem = calloc(c.max_queues, DFR_BLOCK_BYTES);
@@ -124,7 +110,6 @@ nomem:
 		free(t->buckets);
 		free(t->qarr);
 		free(t->peer_rid);
-		free(t->qcache);
 		free(t->blockmem);
 		free(t->owner);
 		free(t->fragv);
@@ -183,43 +168,6 @@ static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
 	return ((a0 ^ b0) | (a1 ^ b1) | (a2 ^ b2)) == 0;
 }
 
-/* The qcache slot of an IPv4 key: its 15 bytes multiplied in, then the
- * high half folded down and multiplied again, so that no random multiplier
- * leaves sequential ids in a lattice that piles them into a few slots (one
- * multiply-shift alone did, now and then). */
-static uint64_t cache_hash(const struct rxp_defrag_table *t, const struct dfr_key *k)
-{
-	uint64_t a, b;
-
-	memcpy(&a, k->addr, 8);
-	/* The id in the low bits, where every bit of the multiplier reaches
-	 * the top bits kept (shifted up, it met only the multiplier's low
-	 * bits, and sequential ids collided for some multipliers). */
-	b = (uint64_t)k->zone << 32 | (uint64_t)k->proto << 16 | (k->id & 0xffff);
-	a = a * t->cmul[0] + b * t->cmul[1];
-	a ^= a >> 32;
-	return a * t->cmul[2];
-}
-
-/* The set (top bits) and tag (low bits) of a cache_hash() value. */
-static uint32_t cache_setof(const struct rxp_defrag_table *t, uint64_t x)
-{
-	return (uint32_t)(x >> t->cshift) & ~1u;
-}
-
-/* Remember q in its set: a free way, else the way chosen by the table's
- * fragment count (cheap, and no other queue is read to choose). */
-static void cache_put(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t x)
-{
-	uint32_t set = cache_setof(t, x);
-	struct dfr_centry *c = &t->qcache[set];
-	uint32_t w = !c[0].q ? 0 : !c[1].q ? 1 : (uint32_t)(t->seq & 1);
-
-	c[w].q = q;
-	c[w].tag = (uint32_t)x;
-	q->cslot = (uint16_t)(set + w);
-}
-
 static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 {
 	return &t->buckets[h & t->bmask];
@@ -271,8 +219,6 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 	while (*pp != q)
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
-	if (q->key.family == 4 && t->qcache[q->cslot].q == q)
-		t->qcache[q->cslot].q = NULL;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
@@ -368,7 +314,6 @@ void rxp_defrag_table_destroy(struct rxp_defrag_table *t)
 	free(t->buckets);
 	free(t->qarr);
 	free(t->peer_rid);
-	free(t->qcache);
 	free(t->blockmem);
 	free(t->owner);
 	free(t->fragv);
@@ -633,27 +578,8 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return pkt;
 	}
 
-	if (fi.key.family == 4) {
-		uint64_t x = cache_hash(t, &fi.key);
-		struct dfr_centry *c = &t->qcache[cache_setof(t, x)];
-		uint32_t tag = (uint32_t)x;
-
-		if (c[0].q && c[0].tag == tag && key_eq(&c[0].q->key, &fi.key)) {
-			q = c[0].q;
-			h = q->hash; /* bucket() needs only its low bits */
-		} else if (c[1].q && c[1].tag == tag && key_eq(&c[1].q->key, &fi.key)) {
-			q = c[1].q;
-			h = q->hash;
-		} else {
-			h = key_hash(t, &fi.key);
-			q = lookup(t, &fi.key, h);
-			if (q)
-				cache_put(t, q, x);
-		}
-	} else {
-		h = key_hash(t, &fi.key);
-		q = lookup(t, &fi.key, h);
-	}
+	h = key_hash(t, &fi.key);
+	q = lookup(t, &fi.key, h);
 	if (q && q->expires <= now_ns) {
 		queue_timeout(t, q);
 		q = NULL;
@@ -692,11 +618,8 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 			return NULL;
 		}
 	}
-	if (!q) {
+	if (!q)
 		q = queue_new(t, &fi.key, h, now_ns);
-		if (fi.key.family == 4)
-			cache_put(t, q, cache_hash(t, &fi.key));
-	}
 
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now_ns);

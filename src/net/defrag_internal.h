@@ -100,7 +100,7 @@ struct dfr_queue {
 				    * touches no older fragment's cb */
 	uint32_t len, meat;
 	uint16_t nfrags;           /* at most 8192 (8-byte fragments below 65536) */
-	uint16_t cslot;            /* IPv4: its entry in the table's qcache */
+	uint16_t spare;
 	struct dfr_cb *last_run;   /* strict: head of the last run */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
@@ -125,12 +125,6 @@ _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 2");
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
 
-/* A qcache entry: the tag (more bits of the cheap hash) spares reading a
- * queue that only shares the set. */
-struct dfr_centry {
-	struct dfr_queue *q;
-	uint32_t tag;
-};
 
 #define DFR_PEER_SLOTS 4096u
 
@@ -145,15 +139,6 @@ struct rxp_defrag_table {
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
 	uint64_t seq;            /* fragments accepted so far */
 	uint32_t *peer_rid;
-	/* IPv4 lookup cache in front of the SipHash table: sets of two
-	 * queues (one cache line holds four sets), indexed by a cheap hash
-	 * under random multipliers. A hit is
-	 * checked against the whole key, a miss (or a slot taken by another
-	 * queue) falls back to SipHash and the bucket chain, so crafted
-	 * collisions only cost that fallback: never a longer search. */
-	struct dfr_centry *qcache;
-	uint64_t cmul[3];
-	uint32_t cshift;
 	uint8_t *blockmem;       /* policy: 1 KiB per queue */
 	uint16_t *owner;         /* policy: scratch, one entry per payload byte */
 	struct rxp_pkt **fragv;  /* policy: scratch, fragments in arrival order */

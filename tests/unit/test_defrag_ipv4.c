@@ -536,10 +536,9 @@ static void test_many_fragments(void **state)
 }
 
 /* Many datagrams in flight, fed fragment r of every datagram before
- * fragment r+1 of any (as the benchmark does): keys that differ only in id,
- * and pairs that differ only in source, so the IPv4 lookup cache in front
- * of the SipHash table sees full sets, replaced ways and stale entries.
- * Every datagram completes once, intact. */
+ * fragment r+1 of any (as the benchmark does), half in order and half
+ * reversed: keys that differ only in id, and pairs that differ only in
+ * source. Every datagram completes once, intact. */
 static void test_many_in_flight(void **state)
 {
 	struct rxp_defrag_config c = { .max_queues = 1024, .mem_limit = 64u << 20,
