@@ -46,7 +46,7 @@ static void on_dgram(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 static int run_one(double loss, bool linux_like, unsigned count, struct result *r)
 {
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "goodput", .n_pkts = 8192, .n_bufs = 1024, .n_large = 64 });
+		.name = "goodput", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64 });
 	struct rxp_gen_config gc = { .seed = 1, .count = count, .min_payload = 65000,
 				     .max_payload = 65000, .mtu = 1500, .loss = loss, .flows = 64 };
 	struct rxp_sim_config sc = { .nqueues = 1, .ring_size = 256, .n_pages = 512, .gen = &gc };

@@ -228,12 +228,16 @@ static double time_loop(void (*loop)(long), long n)
 
 #define SPSC 1024
 struct handover {
-	void *_Atomic slot[SPSC];
-	uint32_t head; /* A only */
-	uint32_t tail; /* B only */
+	/* Read-only, then each side's own line, apart from the slots: a
+	 * counter sharing a line with the other side's would make every
+	 * variant pay a line transfer per object. */
 	long n;
 	int kind;
-	atomic_int go, done;
+	_Alignas(64) uint32_t head; /* A only */
+	_Alignas(64) uint32_t tail; /* B only */
+	_Alignas(64) atomic_int go;
+	_Alignas(64) atomic_int done;
+	_Alignas(64) void *_Atomic slot[SPSC];
 };
 
 enum { X_HANDOFF, X_RXP_DEFER, X_RXP_SHARED, X_DPDK, X_GLIBC, X_MIMALLOC, X_JEMALLOC };
@@ -331,8 +335,10 @@ static void *consumer_pthread(void *arg)
 
 static double run_pair(int kind, long n)
 {
-	struct handover *h = calloc(1, sizeof(*h));
+	struct handover *h = aligned_alloc(64, sizeof(*h));
 	pthread_t t = 0;
+
+	memset(h, 0, sizeof(*h));
 	uint64_t c0;
 	double r;
 

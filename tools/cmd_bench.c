@@ -80,6 +80,25 @@ static int mkdirs(const char *dir)
 	return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
+/* FragmentSmack's picture, cost per fragment against queue length, from
+ * the defrag benchmark's CSV (when it ran and gnuplot is installed). */
+static void plot_fragmentsmack(const char *out)
+{
+	char cmd[4 * PATH_MAX];
+
+	snprintf(cmd, sizeof(cmd),
+		 "test -s '%s/defrag.csv' && command -v gnuplot >/dev/null 2>&1 && "
+		 "awk -F, '$1==\"fragmentsmack\" {split($2, a, \"[= ]\"); print a[2], $3}' "
+		 "'%s/defrag.csv' > '%s/fragmentsmack.dat' && test -s '%s/fragmentsmack.dat' && "
+		 "gnuplot -e \"set terminal png size 900,520; set output '%s/fragmentsmack.png';"
+		 " set title 'FragmentSmack: never-completing 8-byte fragments in random order';"
+		 " set logscale x 2; set grid; set xlabel 'fragments in the queue';"
+		 " set ylabel 'ns per fragment'; plot '%s/fragmentsmack.dat' w lp t 'rxpath'\"",
+		 out, out, out, out, out, out);
+	if (system(cmd) != 0)
+		return; /* no defrag run, no gnuplot: nothing to draw */
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rxpath bench [--out DIR] [--quick] [NAME...]\n\n"
@@ -134,7 +153,12 @@ static int bench_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	snprintf(summary, sizeof(summary), "%s/summary.md", out);
+	/* Append mode: the benchmarks' tables are appended by tee too, and
+	 * every write must land at the end of the file. */
 	FILE *sf = fopen(summary, "w");
+
+	if (sf)
+		sf = freopen(summary, "a", sf);
 	if (!sf) {
 		fprintf(stderr, "rxpath bench: cannot write %s: %s\n", summary, strerror(errno));
 		return RXP_EXIT_USAGE;
@@ -180,6 +204,7 @@ static int bench_main(int argc, char **argv)
 		fflush(sf);
 	}
 	fclose(sf);
+	plot_fragmentsmack(out);
 	printf("results in %s\n", out);
 	return failed ? RXP_EXIT_FAIL : 0;
 }

@@ -166,13 +166,15 @@ static void collect(struct rxp_worker_group *g, struct rxp_dev *dev, struct rxp_
 	}
 }
 
+/* Every drop of a packet or of a frame a device saw is counted once, by
+ * reason, on the packet pool (devices count their frame drops there too). */
 static uint64_t drops_total(const struct totals *t)
 {
 	uint64_t d = 0;
 
 	for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 		d += t->pool.drops[r];
-	return d + t->dev.rx_dropped;
+	return d;
 }
 
 static void live_line(const struct totals *t, const struct totals *prev, double el, double dt)
@@ -221,8 +223,6 @@ static void summary_text(FILE *f, const struct totals *t, double el, uint64_t pk
 	for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 		if (t->pool.drops[r])
 			fprintf(f, "    %-28s %llu\n", rxp_drop_reason_name(r), U(t->pool.drops[r]));
-	if (t->dev.rx_no_buffer)
-		fprintf(f, "    %-28s %llu\n", "rx_no_buffer (device)", U(t->dev.rx_no_buffer));
 	fprintf(f, "  outstanding packets %llu, pages %llu\n", U(pkts_out), U(pages_out));
 }
 
@@ -244,7 +244,7 @@ static void summary_json(FILE *f, const struct totals *t, double el, uint64_t pk
 			U(t->pool.drops[r]));
 		first = false;
 	}
-	fprintf(f, "%s\"rx_no_buffer\":%llu},", first ? "" : ",", U(t->dev.rx_no_buffer));
+	fprintf(f, "},");
 	fprintf(f, "\"reasm\":{\"ReasmReqds\":%llu,\"ReasmOKs\":%llu,\"ReasmFails\":%llu,"
 		   "\"ReasmTimeout\":%llu,\"ReasmOverlaps\":%llu,\"evictions\":%llu,"
 		   "\"duplicates\":%llu,\"policy_overlaps\":%llu,\"invalid\":%llu,"

@@ -152,6 +152,7 @@ struct rxp_defrag_counters {
 	uint64_t invalid;         /* malformed fragments dropped before queueing */
 	uint64_t mem_drops;       /* fragments refused for memory or queue cap */
 	uint64_t max_dist_flushes;
+	uint64_t copied_out;      /* fragments copied out of receive-ring buffers */
 	uint64_t queues;          /* queues now */
 	uint64_t mem;             /* bytes charged now */
 	uint64_t mem_high_water;
@@ -161,7 +162,7 @@ struct rxp_defrag_table;
 
 /* NULL with errno (EINVAL, ENOMEM). */
 struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg);
-/* Drops every queued fragment (FRAG_TIMEOUT reason, not counted as a timeout). */
+/* Drops every queued fragment (reason teardown; not a timeout or a failure). */
 void rxp_defrag_table_destroy(struct rxp_defrag_table *t);
 
 /* Consumes pkt (data at the IPv4 or IPv6 header). Returns pkt itself when it

@@ -73,6 +73,7 @@
 	/* core */                                                             \
 	X(STEER_FULL, "steer_queue_full")                                      \
 	X(TIPC_NO_LINK, "tipc_no_link")                                        \
+	X(TEARDOWN, "teardown")                                                \
 	X(SINK, "sink_rejected")
 
 enum rxp_drop_reason {

@@ -111,6 +111,9 @@ unsigned rxp_pktpool_drain_deferred(struct rxp_pktpool *pp);
 void rxp_pktpool_flush_cache(struct rxp_pktpool *pp);
 size_t rxp_pktpool_leak_report(const struct rxp_pktpool *pp, FILE *out);
 unsigned rxp_pktpool_headroom(const struct rxp_pktpool *pp);
+/* Bytes in a small head buffer (what rxp_pkt_alloc gives without falling
+ * back to the large class). */
+unsigned rxp_pktpool_buf_size(const struct rxp_pktpool *pp);
 /* Count drops of frames that never became a packet (e.g. rx_no_buffer). */
 void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n);
 /* The metadata size charged to truesize per packet. */
@@ -171,12 +174,6 @@ uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len);
  * tailroom (the head is reallocated if needed). false if len > pkt->len or
  * no memory. */
 bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len);
-/* Make room for at least need bytes of tailroom in a linear packet by moving
- * everything from head to tail (headroom bytes included, so pulled headers
- * can be pushed back) into a head buffer of a larger class; the old buffer
- * is released. truesize follows. 0; -EINVAL for a non-linear or cloned
- * packet; -ENOMEM when no buffer class is large enough or none is left. */
-int rxp_pkt_expand(struct rxp_pkt *pkt, uint32_t need);
 /* Cut the packet to len bytes (len <= pkt->len), releasing trailing frags
  * and frag_list members. -EINVAL if len > pkt->len. */
 int rxp_pkt_trim(struct rxp_pkt *pkt, uint32_t len);

@@ -234,6 +234,9 @@ int rxp_tipc_bundle_add(struct rxp_pkt *bundle, const struct rxp_pkt *msg, uint3
  * FRAGMENT..., LAST, fragm_no 1, 2, ...; nof_fragms 0) appended to out. A
  * message that fits in mtu is queued as is. Fragment data larger than
  * RXP_TIPC_COPY_BREAK references msg's pages (no copy), smaller is copied.
+ * Each fragment's linear part is only its 40-byte header, in a slice of a
+ * head buffer shared with its siblings (not cloned: each may write its own
+ * slice), with 64 bytes of headroom for a bearer's headers.
  * Consumes msg. Returns the number of packets queued, or -errno with
  * nothing queued (msg dropped, counted). */
 int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,

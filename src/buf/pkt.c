@@ -335,29 +335,6 @@ static int expand_head(struct rxp_pkt *pkt, uint32_t extra)
 	return 0;
 }
 
-int rxp_pkt_expand(struct rxp_pkt *pkt, uint32_t need)
-{
-	uint32_t used = (uint32_t)(pkt->tail - pkt->head), hr = rxp_pkt_headroom(pkt);
-	uint32_t hl = rxp_pkt_headlen(pkt);
-	struct rxp_page *pg;
-
-	if (!rxp_pkt_is_linear(pkt) || rxp_pkt_cloned(pkt))
-		return -EINVAL;
-	if (rxp_pkt_tailroom(pkt) >= need)
-		return 0;
-	if ((uint64_t)used + need > UINT32_MAX)
-		return -ENOMEM;
-	pg = pktpool_buf_get(pkt->pool, used + need, __FILE__, __LINE__);
-	if (!pg)
-		return -ENOMEM;
-	memcpy(pg->addr, pkt->head, used);
-	pkt->truesize = pkt->truesize - (uint32_t)(pkt->end - pkt->head) + pg->size;
-	rxp_page_put(pkt->head_page);
-	set_head(pkt, pg, pg->addr, pg->size, hr);
-	pkt->tail += hl;
-	return 0;
-}
-
 /* Remove k bytes from the front of p as a whole (linear part first). */
 static void eat_front(struct rxp_pkt *p, uint32_t k);
 

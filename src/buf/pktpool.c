@@ -194,6 +194,11 @@ unsigned rxp_pktpool_headroom(const struct rxp_pktpool *pp)
 	return pp->headroom;
 }
 
+unsigned rxp_pktpool_buf_size(const struct rxp_pktpool *pp)
+{
+	return pp->buf_size;
+}
+
 void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n)
 {
 	if ((unsigned)r >= RXP_DROP_MAX)

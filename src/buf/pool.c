@@ -32,6 +32,7 @@
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
 #define STAGE 64                 /* remote frees batched per owner */
+#define NSTAGE 4                 /* owners a thread batches for at once */
 
 struct obj_hdr {
 	uint16_t owner; /* thread that allocated it */
@@ -43,6 +44,7 @@ struct obj_hdr {
 _Static_assert(sizeof(struct obj_hdr) == 32, "object header keeps objects 32-byte aligned");
 
 struct stage {
+	uint16_t owner;
 	uint32_t n;
 	void *objs[STAGE];
 };
@@ -51,8 +53,10 @@ struct tcache {
 	uint32_t len;
 	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
-	struct stage *stage; /* [RXP_MAX_THREADS]: remote frees by owner */
-	uint64_t staged;     /* bit per owner with a non-empty stage */
+	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
+	uint32_t staged;     /* bit per stage slot in use */
+	uint16_t hot_owner;  /* owner of the slot used last (0xffff: none) */
+	uint8_t hot_k;       /* that slot */
 	/* Counted by the thread itself, read (relaxed) by anyone. */
 	uint64_t alloc, free, fail, deferred, overflow, drained;
 } __rxp_cache_aligned;
@@ -65,6 +69,7 @@ struct rxp_pool {
 	unsigned cache_size; /* 0: no caches */
 	unsigned batch;      /* refill/flush unit: half the cache */
 	unsigned defer_max;
+	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
 	uint8_t *mem;
 	void **cache_mem;
 	struct stage *stage_mem;
@@ -185,6 +190,9 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		p->cache_size = cfg->cache_size ? cfg->cache_size : RXP_POOL_CACHE_DEFAULT;
 	p->batch = p->cache_size > 1 ? p->cache_size / 2 : p->cache_size;
 	p->defer_max = cfg->defer_max ? cfg->defer_max : RXP_POOL_DEFER_MAX_DEFAULT;
+	p->stage_lim = p->defer_max < STAGE ? p->defer_max : STAGE;
+	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++)
+		p->caches[t].hot_owner = 0xffff; /* no slot yet (and none ever without a cache) */
 
 	p->ring = mpmc_new(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
@@ -193,14 +201,13 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		/* Untouched parts of these stay unbacked: only threads that use
 		 * the pool, and owners they free to, cost memory. */
 		p->cache_mem = calloc((size_t)RXP_MAX_THREADS * p->cache_size, sizeof(void *));
-		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * RXP_MAX_THREADS,
-				      sizeof(struct stage));
+		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * NSTAGE, sizeof(struct stage));
 		ok = p->cache_mem && p->stage_mem;
 		for (unsigned t = 0; ok && t < RXP_MAX_THREADS; t++) {
 			p->defer[t] = mpmc_new(p->defer_max);
 			ok = p->defer[t] != NULL;
 			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
-			p->caches[t].stage = p->stage_mem + (size_t)t * RXP_MAX_THREADS;
+			p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;
 			p->caches[t].cap = p->cache_size;
 		}
 	}
@@ -253,7 +260,7 @@ static uint8_t *free_map(const struct rxp_pool *p)
 
 		for (uint32_t i = 0; i < c->len; i++)
 			isfree[obj_index(p, c->objs[i])] = 1;
-		for (unsigned o = 0; o < RXP_MAX_THREADS; o++)
+		for (unsigned o = 0; o < NSTAGE; o++)
 			for (uint32_t i = 0; i < c->stage[o].n; i++)
 				isfree[obj_index(p, c->stage[o].objs[i])] = 1;
 		mark_ring(p, p->defer[t], isfree);
@@ -409,11 +416,13 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		c->len -= n;
 		memcpy(objs, c->objs + c->len, n * sizeof(void *));
 	} else if (c->cap && n <= c->cap) {
-		unsigned want = n - c->len + p->batch;
+		unsigned want;
 
+		drain(p, tid, c);
+		/* sized after the drain, which may have filled the cache */
+		want = n > c->len ? n - c->len + p->batch : 0;
 		if (want > c->cap - c->len)
 			want = c->cap - c->len;
-		drain(p, tid, c);
 		if (c->len < n) {
 			uint32_t got = rxp_mpmc_dequeue(p->ring, c->objs + c->len, want, false);
 
@@ -469,24 +478,46 @@ static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
 	rxp_mpmc_enqueue(p->ring, objs, n, true);
 }
 
-/* Hand a freeing thread's batch for one owner over: onto the owner's
- * deferred ring, or, when that is at its cap, onto the shared ring. */
-static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned owner)
+/* Hand a freeing thread's batch in stage slot k over: onto its owner's
+ * deferred ring, or, past that ring's cap, onto the shared ring. */
+static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned k)
 {
-	struct stage *s = &c->stage[owner];
-
+	struct stage *s = &c->stage[k];
 	uint32_t done;
 
-	c->staged &= ~(1ull << owner);
+	c->staged &= ~(1u << k);
 	if (!s->n)
 		return;
-	done = rxp_mpmc_enqueue(p->defer[owner], s->objs, s->n, false);
+	done = rxp_mpmc_enqueue(p->defer[s->owner], s->objs, s->n, false);
 	c->deferred += done;
 	if (done < s->n) {
 		to_ring(p, s->objs + done, s->n - done);
 		c->overflow += s->n - done;
 	}
 	s->n = 0;
+}
+
+/* The stage slot batching frees for owner: its own, a free one, or one
+ * emptied for it (a thread frees to few owners at a time, so a handful of
+ * slots serves, instead of one per possible owner). */
+static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
+{
+	unsigned k;
+
+	for (k = 0; k < NSTAGE; k++)
+		if ((c->staged & (1u << k)) && c->stage[k].owner == owner) {
+			c->hot_owner = (uint16_t)owner;
+			c->hot_k = (uint8_t)k;
+			return k;
+		}
+	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE
+					   : (unsigned)__builtin_ctz(~c->staged);
+	stage_flush(p, c, k);
+	c->stage[k].owner = (uint16_t)owner;
+	c->staged |= 1u << k;
+	c->hot_owner = (uint16_t)owner;
+	c->hot_k = (uint8_t)k;
+	return k;
 }
 
 __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid, struct tcache *c, void *obj)
@@ -503,12 +534,12 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 		c->len -= p->batch;
 		c->objs[c->len++] = obj;
 	} else {
-		struct stage *s = &c->stage[owner];
+		unsigned k = stage_slot(p, c, owner);
+		struct stage *s = &c->stage[k];
 
 		s->objs[s->n++] = obj;
-		c->staged |= 1ull << owner;
 		if (s->n == STAGE || s->n >= p->defer_max)
-			stage_flush(p, c, owner);
+			stage_flush(p, c, k);
 	}
 }
 
@@ -517,11 +548,20 @@ void rxp_pool_put(struct rxp_pool *p, void *obj)
 	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
 
+	unsigned owner = hdr_of(obj)->owner;
+
 	mark_free(p, obj);
-	if (rxp_likely(hdr_of(obj)->owner == tid && c->len < c->cap))
+	if (rxp_likely(owner == tid && c->len < c->cap)) {
 		c->objs[c->len++] = obj;
-	else
+	} else if (owner == c->hot_owner && c->stage[c->hot_k].n + 1 < p->stage_lim) {
+		/* a remote free for the owner we batched for last: stage it */
+		struct stage *st = &c->stage[c->hot_k];
+
+		st->objs[st->n++] = obj;
+		c->staged |= 1u << c->hot_k;
+	} else {
 		put_slow(p, tid, c, obj);
+	}
 	if (rxp_likely(tid != TID_NONE))
 		c->free++;
 	else
@@ -581,7 +621,7 @@ static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c)
 	void *spill[64];
 
 	while (rxp_unlikely(c->staged))
-		stage_flush(p, c, (unsigned)__builtin_ctzll(c->staged));
+		stage_flush(p, c, (unsigned)__builtin_ctz(c->staged));
 	/* Only we consume d, so our cons_head is current: one shared read. */
 	if (atomic_load_explicit(&d->prod_tail, memory_order_relaxed) ==
 	    atomic_load_explicit(&d->cons_head, memory_order_relaxed))

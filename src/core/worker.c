@@ -296,9 +296,9 @@ static void worker_free(struct rxp_worker *w)
 		return;
 	if (w->inbox)
 		while (rxp_mpmc_dequeue(w->inbox, &obj, 1, false))
-			rxp_pkt_drop(obj, RXP_DROP_STEER_FULL);
+			rxp_pkt_drop(obj, RXP_DROP_TEARDOWN);
 	for (unsigned i = 0; i < w->nstash; i++)
-		rxp_pkt_drop(w->stash[i], RXP_DROP_STEER_FULL);
+		rxp_pkt_drop(w->stash[i], RXP_DROP_TEARDOWN);
 	for (unsigned i = 0; i < RXP_WORKER_TIPC_PEERS; i++)
 		if (w->peers[i].used)
 			rxp_tipc_link_fini(&w->peers[i].link);

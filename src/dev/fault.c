@@ -101,7 +101,8 @@ static int fault_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsign
 			rxp_pkt_drop(p, RXP_DROP_FAULT_INJECT);
 			continue;
 		}
-		if (rnd(&fq->s) < f->dup_t) {
+		/* a duplicate only while both copies fit in what was asked */
+		if (rnd(&fq->s) < f->dup_t && got + 2 <= n) {
 			struct rxp_pkt *c = rxp_pkt_copy(p);
 
 			if (c) {

@@ -63,7 +63,9 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp)
 			sc.gen = NULL;
 			continue;
 		}
-		if (num(v, &x) || x < 0)
+		/* every key is a count or a rate: finite, >= 0, and small enough
+		 * for the 32-bit fields (converting more would be undefined) */
+		if (num(v, &x) || !(x >= 0) || x > 4294967295.0)
 			goto bad;
 		if (!strcmp(k, "queues"))
 			sc.nqueues = (unsigned)x;
@@ -173,7 +175,7 @@ static struct rxp_dev *wrap(char *w, struct rxp_dev *inner)
 	if (strcmp(w, "fault"))
 		goto bad;
 	while ((rc = kv_next(&args, &k, &v)) > 0) {
-		if (num(v, &x) || x < 0)
+		if (num(v, &x) || !(x >= 0) || x > 4294967295.0)
 			goto bad;
 		if (!strcmp(k, "seed"))
 			fc.seed = (uint64_t)x;

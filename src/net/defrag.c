@@ -309,7 +309,7 @@ void rxp_defrag_table_destroy(struct rxp_defrag_table *t)
 		struct dfr_queue *q;
 
 		while ((q = TAILQ_FIRST(&t->fifo[f])))
-			queue_kill(t, q, RXP_DROP_FRAG_TIMEOUT);
+			queue_kill(t, q, RXP_DROP_TEARDOWN);
 	}
 	free(t->buckets);
 	free(t->qarr);
@@ -365,69 +365,35 @@ static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq);
 }
 
-/* Evict the oldest stale queue other than keep (what holds a buffer
- * longest for nothing); false if none among the oldest looked at. */
-static bool evict_stale(struct rxp_defrag_table *t, const struct dfr_queue *keep)
-{
-	unsigned scanned = 0;
-
-	for (int f = 0; f < 2; f++)
-		for (struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]);
-		     q && scanned < DFR_EVICT_SCAN; q = TAILQ_NEXT(q, tq), scanned++) {
-			if (q == keep || t->seq - q->last_seq <= DFR_STALE_FRAGS)
-				continue;
-			t->c.evictions++;
-			t->c.ReasmFails++;
-			queue_kill(t, q, RXP_DROP_FRAG_EVICT);
-			return true;
-		}
-	return false;
-}
-
 /*
- * Local delivery copies a fragment that sits in a receive-ring buffer and
- * extends its run in order into the run's first fragment at once, and frees
- * it, so the buffer goes back to the ring now rather than when the datagram
- * completes (thread 001: fragments pinning ring buffers starved the NIC and
- * goodput collapsed). The run's head moves into a buffer big enough for a
- * whole datagram when the second fragment arrives, if the memory cap
- * allows; otherwise, or when no such buffer is left, fragments stay linked
- * as in forward mode. Only bytes move: runs, offsets and counts stay as they
- * were. The fragment that completes a datagram is not copied (completion
- * coalesces without copying). pkt was just appended (the queue owns it).
+ * Local delivery copies a fragment out of a driver's receive buffer before
+ * queueing it (RXP_PKT_F_RINGBUF, set by rxp_pkt_build) and frees the
+ * original, so the ring gets its buffer back now rather than when (or if)
+ * the datagram completes: thread 001's collapse was fragments of datagrams
+ * that lost a piece pinning receive buffers until the ring starved. The copy
+ * goes into a packet-pool buffer of its size, so memory is charged as
+ * before (truesize), and completion still coalesces the copies without
+ * copying again. Not done in forward mode, with the Linux-like pressure
+ * policy (kept as the comparison), when a discard hook wants the original
+ * fragments, or when the fragment would need a large buffer (a jumbo
+ * fragment); then, or when no buffer is left, the original is queued.
+ * Consumes pkt: returns what to queue.
  */
-static void coalesce_tail(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
-			  uint32_t tsize)
+static struct rxp_pkt *copy_out(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t *tsize)
 {
-	struct rxp_pkt *head = dfr_pkt(q->last_run);
-	uint32_t ts0;
+	struct rxp_pkt *c;
 
-	/* Runs link backwards (defrag_queue.c): the run is head then pkt. */
-	if (head == pkt || pkt->next != head || q->tail != pkt)
-		return;
-	ts0 = head->truesize;
-	if (rxp_pkt_tailroom(head) < pkt->len) {
-		uint32_t want = DFR_MAXLEN - (q->tail_end - dfr_cb(head)->off) + pkt->len;
-
-		int err;
-
-		/* Room under the cap first, at the expense of stale or sparser
-		 * queues; then a big buffer, which a stale queue may hold. */
-		if (t->c.mem + want > t->cfg.mem_limit &&
-		    !make_room(t, want, false, q, queue_fill(q)))
-			return;
-		err = rxp_pkt_expand(head, want);
-		if (err == -ENOMEM && evict_stale(t, q))
-			err = rxp_pkt_expand(head, want);
-		if (err || rxp_pkt_tailroom(head) < pkt->len)
-			return;
-	}
-	pkt->next = NULL;
-	q->tail = head;
-	rxp_pkt_try_coalesce(head, pkt); /* fits in the tailroom: copied, pkt freed */
-	/* The fragment's buffer is gone; the head's grew by what expand took. */
-	q->mem = q->mem - tsize + (head->truesize - ts0);
-	t->c.mem = t->c.mem - tsize + (head->truesize - ts0);
+	if (!(pkt->flags & RXP_PKT_F_RINGBUF) || t->cfg.forward || t->cfg.discard_cb ||
+	    t->cfg.pressure == RXP_DEFRAG_PRESSURE_LINUX ||
+	    rxp_pkt_headroom(pkt) + pkt->len > rxp_pktpool_buf_size(pkt->pool))
+		return pkt;
+	c = rxp_pkt_copy(pkt);
+	if (!c)
+		return pkt;
+	t->c.copied_out++;
+	*tsize = c->truesize;
+	rxp_pkt_consume(pkt);
+	return c;
 }
 
 static uint8_t ecn_combine(uint8_t m)
@@ -598,7 +564,9 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 			     (!fi.mf ? DFR_F_LAST : 0);
 		uint32_t len = !fi.mf ? fi.end : (q && q->len > fi.end ? q->len : fi.end);
 		uint32_t meat = (q ? q->meat : 0) + flen;
-		bool completes = fl == (DFR_F_FIRST | DFR_F_LAST) && meat == len;
+		/* In policy mode an overlapping fragment adds no new bytes, so
+		 * its length says nothing: only strict mode may exempt it. */
+		bool completes = strict && fl == (DFR_F_FIRST | DFR_F_LAST) && meat == len;
 		uint64_t need = tsize + (q ? 0 : qcharge(t));
 
 		/* A fragment that completes its datagram leaves the table at
@@ -637,7 +605,21 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	}
 	if (fi.end == fi.off)
 		goto discard_q;
+	/* Strict mode fails a datagram over 65535 bytes when it completes, as
+	 * Linux does; policy mode must refuse it now, because its block map and
+	 * build buffers are sized for 65535 (the arriving fragment and the
+	 * queue go, counted once as a failure). */
+	if (!strict && fi.hdrlen + fi.end > DFR_MAXLEN) {
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_TOO_BIG);
+		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_BIG);
+		return NULL;
+	}
 
+	if (strict) {
+		pkt = copy_out(t, pkt, &tsize);
+		cb = dfr_cb(pkt);
+	}
 	rxp_pkt_pull(pkt, fi.hdrlen);
 	if (t->cfg.discard_cb)
 		cb->hdrlen = fi.hdrlen;
@@ -688,8 +670,6 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
 	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
 		return finish(t, q, h, tstamp);
-	if (strict && (pkt->flags & RXP_PKT_F_RINGBUF) && !t->cfg.forward && !t->cfg.discard_cb)
-		coalesce_tail(t, q, pkt, tsize);
 	return NULL;
 
 discard_q:

@@ -43,6 +43,7 @@ int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	memcpy(fi->key.addr + 4, &ip->daddr, 4);
 	fi->off = (fo & RXP_IP_OFFMASK) * 8u;
 	fi->end = fi->off + (tot - ihl);
+
 	fi->iplen = tot;
 	fi->hdrlen = (uint16_t)ihl;
 	fi->mf = fo & RXP_IP_MF;

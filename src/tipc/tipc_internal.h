@@ -2,7 +2,45 @@
 #ifndef RXP_TIPC_INTERNAL_H
 #define RXP_TIPC_INTERNAL_H
 
+#include "rxpath/compiler.h"
 #include "rxpath/pkt.h"
+#include "rxpath/tipc.h"
+
+/*
+ * V1-V3 on a header h of which at least RXP_TIPC_MIN_H_SIZE bytes are
+ * readable (NULL when fewer are there), for a message with len bytes
+ * present. The one implementation behind rxp_tipc_validate_pkt and the
+ * link's per-packet fast path. Word 0 holds everything checked.
+ */
+static inline enum rxp_drop_reason tipc_validate_hdr(const uint8_t *h, uint32_t len)
+{
+	unsigned hsize;
+	uint32_t size;
+
+	/* V1 */
+	if (!h || len < RXP_TIPC_MIN_H_SIZE || rxp_tipc_bits(h, 0, 31, 29) != RXP_TIPC_VERSION)
+		return RXP_DROP_TIPC_HDR;
+	/* V2 */
+	hsize = rxp_tipc_hsize(h);
+	if (hsize < RXP_TIPC_MIN_H_SIZE || hsize > RXP_TIPC_MAX_H_SIZE || hsize > len)
+		return RXP_DROP_TIPC_HDR;
+	/* V3: size - hsize only after size >= hsize is known. */
+	size = rxp_tipc_size(h);
+	if (size < hsize || size > len || size - hsize > RXP_TIPC_MAX_USER_MSG_SIZE)
+		return RXP_DROP_TIPC_HDR;
+	return 0;
+}
+
+/* The first 24 header bytes of pkt: in place when linear (the common
+ * case, no call), else copied into buf; NULL when fewer bytes exist. */
+static inline const uint8_t *tipc_hdr(const struct rxp_pkt *pkt, uint8_t *buf)
+{
+	if (rxp_likely(rxp_pkt_headlen(pkt) >= RXP_TIPC_MIN_H_SIZE))
+		return pkt->data;
+	if (pkt->len < RXP_TIPC_MIN_H_SIZE)
+		return NULL;
+	return rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, buf);
+}
 
 /*
  * Append bytes [off, off + len) of src to dst as page fragments that
@@ -11,7 +49,24 @@
  * page frags. 0, or -E2BIG / -EINVAL with dst possibly holding part of the
  * range (the caller then frees dst and copies instead).
  */
-int tipc_pkt_add_range(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t off,
-		       uint32_t len);
+int tipc_pkt_add_range_any(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t off,
+			   uint32_t len);
+
+/* The per-fragment case inline: bytes of a linear src are one piece of its
+ * head page (one reference, no loop, no call but add_frag). */
+static inline int tipc_pkt_add_range(struct rxp_pkt *dst, const struct rxp_pkt *src,
+				     uint32_t off, uint32_t len)
+{
+	int r;
+
+	if (rxp_unlikely(src->data_len || src->frag_list || (uint64_t)off + len > src->len))
+		return tipc_pkt_add_range_any(dst, src, off, len);
+	rxp_page_get(src->head_page);
+	r = rxp_pkt_add_frag(dst, src->head_page,
+			     (uint32_t)(src->data - src->head_page->addr) + off, len, len);
+	if (r)
+		rxp_page_put(src->head_page);
+	return r;
+}
 
 #endif

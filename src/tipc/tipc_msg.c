@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rxpath/compiler.h"
+#include "rxpath/page_pool.h"
 #include "rxpath/tipc.h"
 #include "tipc/tipc_internal.h"
 
@@ -99,26 +100,10 @@ enum rxp_drop_reason rxp_tipc_validate(const uint8_t *p, size_t len)
 enum rxp_drop_reason rxp_tipc_validate_pkt(const struct rxp_pkt *pkt)
 {
 	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
-	const uint8_t *h;
-	unsigned hsize;
-	uint32_t size;
 
-	/* V1: word 0 holds everything V1-V3 need; only the minimal header is
-	 * read (in place when linear), the rest is checked by length. */
-	if (pkt->len < RXP_TIPC_MIN_H_SIZE)
-		return RXP_DROP_TIPC_HDR;
-	h = rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, buf);
-	if (!h || rxp_tipc_bits(h, 0, 31, 29) != RXP_TIPC_VERSION)
-		return RXP_DROP_TIPC_HDR;
-	/* V2 */
-	hsize = rxp_tipc_hsize(h);
-	if (hsize < RXP_TIPC_MIN_H_SIZE || hsize > RXP_TIPC_MAX_H_SIZE || hsize > pkt->len)
-		return RXP_DROP_TIPC_HDR;
-	/* V3 against the whole packet. */
-	size = rxp_tipc_size(h);
-	if (size < hsize || size > pkt->len || size - hsize > RXP_TIPC_MAX_USER_MSG_SIZE)
-		return RXP_DROP_TIPC_HDR;
-	return 0;
+	/* Word 0 holds everything V1-V3 need: only the minimal header is read
+	 * (in place when linear), the rest is checked by length. */
+	return tipc_validate_hdr(tipc_hdr(pkt, buf), pkt->len);
 }
 
 /* ---- builders ------------------------------------------------------------------ */
@@ -204,21 +189,103 @@ int rxp_tipc_bundle_add(struct rxp_pkt *b, const struct rxp_pkt *msg, uint32_t m
 }
 
 /*
- * A fragment packet: room for the 40-byte header in its own head, then
- * bytes [off, off + n) of msg. Large pieces reference msg's pages (no copy;
+ * Fragment headers of one message share head buffers: each fragment's head
+ * is its own FRAG_SLOT-byte slice [FRAG_HEADROOM for a bearer's IPv4/UDP
+ * (and Ethernet) headers, then the 40-byte TIPC header] of a block, built
+ * with rxp_pkt_build around a page reference. A fragment then costs one
+ * metadata object instead of a metadata object and a head buffer, and
+ * freeing it drops a page reference instead of returning a buffer.
+ * Slices never overlap and no fragment is marked cloned, so each may write
+ * its own head (the UDP bearer pushes its headers there) and nothing else.
+ *
+ * Page references are taken in bulk (a driver's "bias"): one atomic add
+ * for all of a block's slices and one for all of a linear message's
+ * pieces, instead of a locked add per fragment; what is left unused goes
+ * back in one subtraction when the message is done.
+ */
+#define FRAG_HEADROOM 64u
+#define FRAG_SLOT (FRAG_HEADROOM + RXP_TIPC_INT_H_SIZE)
+
+struct frag_ctx {
+	struct rxp_pkt *blk; /* holds the block's buffer while slices are cut */
+	uint32_t off, end;   /* next free slice, end of the buffer (page offsets) */
+	uint32_t blk_bias;   /* references taken on blk's page for its slices */
+	struct rxp_page *src; /* a linear message's head page, or NULL */
+	uint32_t src_off;    /* the message's first byte in src */
+	uint32_t src_bias;   /* references taken on src for the pieces */
+};
+
+/* Give back the references not handed to fragments, and the block. */
+static void frag_ctx_done(struct frag_ctx *fc)
+{
+	if (fc->blk) {
+		rxp_page_put_many(fc->blk->head_page, fc->blk_bias);
+		rxp_pkt_consume(fc->blk);
+		fc->blk = NULL;
+	}
+	if (fc->src)
+		rxp_page_put_many(fc->src, fc->src_bias);
+	fc->src = NULL;
+}
+
+/* A head of FRAG_SLOT bytes with the 40-byte header in place (uninitialised,
+ * the caller writes it); NULL when out of memory. */
+static struct rxp_pkt *frag_head(struct rxp_pktpool *pp, struct frag_ctx *fc)
+{
+	struct rxp_pkt *f;
+
+	if (!fc->blk || fc->end - fc->off < FRAG_SLOT) {
+		if (fc->blk) {
+			rxp_page_put_many(fc->blk->head_page, fc->blk_bias);
+			rxp_pkt_consume(fc->blk);
+		}
+		fc->blk = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
+		fc->blk_bias = 0;
+		if (!fc->blk)
+			return NULL;
+		fc->off = (uint32_t)(fc->blk->head - fc->blk->head_page->addr);
+		fc->end = fc->off + (uint32_t)(fc->blk->end - fc->blk->head);
+		if (fc->end - fc->off < FRAG_SLOT) {
+			rxp_pkt_consume(fc->blk);
+			fc->blk = NULL;
+			return NULL;
+		}
+		fc->blk_bias = (fc->end - fc->off) / FRAG_SLOT;
+		rxp_page_get_many(fc->blk->head_page, fc->blk_bias);
+	}
+	/* rxp_pkt_build consumes one reference, also when it fails. */
+	fc->blk_bias--;
+	f = rxp_pkt_build(pp, fc->blk->head_page, fc->off, FRAG_SLOT, FRAG_HEADROOM,
+			  RXP_TIPC_INT_H_SIZE);
+	fc->off += FRAG_SLOT;
+	/* The block is a pool head buffer, not a driver's ring buffer: holding
+	 * a fragment starves no ring, so layers need not copy it out. */
+	if (f)
+		f->flags &= (uint8_t)~RXP_PKT_F_RINGBUF;
+	return f;
+}
+
+/*
+ * A fragment packet: its 40-byte header in its own head, then bytes
+ * [off, off + n) of msg. Large pieces reference msg's pages (no copy;
  * msg's bytes are never written afterwards), small ones are copied.
  */
-static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t off,
-				uint32_t n)
+static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct frag_ctx *fc, struct rxp_pkt *msg,
+				uint32_t off, uint32_t n)
 {
 	struct rxp_pkt *f;
 
 	if (n > RXP_TIPC_COPY_BREAK && !msg->frag_list) {
-		f = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
+		f = frag_head(pp, fc);
 		if (!f)
 			return NULL;
-		rxp_pkt_put(f, RXP_TIPC_INT_H_SIZE);
-		if (!tipc_pkt_add_range(f, msg, off, n))
+		/* A piece of a linear message: one reference out of the bias. */
+		if (fc->src && fc->src_bias &&
+		    !rxp_pkt_add_frag(f, fc->src, fc->src_off + off, n, n)) {
+			fc->src_bias--;
+			return f;
+		}
+		if (!fc->src && !tipc_pkt_add_range(f, msg, off, n))
 			return f;
 		rxp_pkt_consume(f);
 	}
@@ -233,10 +300,11 @@ static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct rxp_pkt *msg, uin
 int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 		      struct rxp_pkt_queue *out)
 {
-	uint8_t mbuf[RXP_TIPC_MAX_H_SIZE];
+	uint8_t mbuf[RXP_TIPC_MAX_H_SIZE], tmpl[RXP_TIPC_INT_H_SIZE];
 	const uint8_t *mh;
 	struct rxp_pkt_queue q;
-	uint32_t chunk, off, total, prevnode, destnode;
+	uint32_t chunk, off, total, prevnode, destnode, w0;
+	struct frag_ctx fc = { 0 };
 	unsigned imp, no = 1;
 
 	if (mtu <= RXP_TIPC_INT_H_SIZE + 4 || mtu > 65535 || rxp_tipc_validate_pkt(msg)) {
@@ -256,32 +324,48 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	prevnode = rxp_tipc_word(mh, 3);
 	destnode = rxp_tipc_hsize(mh) > RXP_TIPC_SHORT_H_SIZE ? rxp_tipc_word(mh, 7) : 0;
 	chunk = (mtu - RXP_TIPC_INT_H_SIZE) & ~3u;
+	/* One template per message; each fragment copies it whole and sets
+	 * only size, type and fragm_no (nof_fragms stays 0). */
+	rxp_tipc_hdr_init(tmpl, RXP_TIPC_MSG_FRAGMENTER, 0, RXP_TIPC_INT_H_SIZE, prevnode,
+			  destnode);
+	rxp_tipc_set_word(tmpl, 9, imp & 7u);
+	w0 = rxp_tipc_word(tmpl, 0);
+	if (rxp_pkt_is_linear(msg) && !msg->frag_list) {
+		fc.src = msg->head_page;
+		fc.src_off = (uint32_t)(msg->data - msg->head_page->addr);
+		fc.src_bias = (total + chunk - 1) / chunk;
+		rxp_page_get_many(fc.src, fc.src_bias);
+	}
 	rxp_pkt_queue_init(&q);
 	for (off = 0; off < total; off += chunk, no++) {
 		uint32_t n = total - off < chunk ? total - off : chunk;
 		unsigned type = off == 0 ? RXP_TIPC_FIRST_FRAGMENT :
 			off + n == total ? RXP_TIPC_LAST_FRAGMENT : RXP_TIPC_FRAGMENT;
-		struct rxp_pkt *f = frag_new(pp, msg, off, n);
+		struct rxp_pkt *f = frag_new(pp, &fc, msg, off, n);
 		uint8_t *h;
 
 		if (!f || no > 0xffff) {
 			rxp_pkt_consume(f);
+			frag_ctx_done(&fc);
 			rxp_pkt_queue_purge(&q, RXP_DROP_NOMEM);
 			rxp_pkt_drop(msg, RXP_DROP_NOMEM);
 			return -ENOMEM;
 		}
 		h = f->data;
-		rxp_tipc_hdr_init(h, RXP_TIPC_MSG_FRAGMENTER, type, RXP_TIPC_INT_H_SIZE,
-				  prevnode, destnode);
-		/* size, fragm_no (nof_fragms stays 0) and importance, by word */
-		rxp_tipc_set_word(h, 0, rxp_tipc_word(h, 0) + n);
+		memcpy(h, tmpl, RXP_TIPC_INT_H_SIZE);
+		rxp_tipc_set_word(h, 0, w0 + n); /* size = 40 + n < 2^17 */
+		rxp_tipc_set_word(h, 1, (uint32_t)type << 29);
 		rxp_tipc_set_word(h, 4, no << 16);
-		rxp_tipc_set_word(h, 9, imp & 7u);
 		rxp_pkt_enqueue(&q, f);
 	}
+	frag_ctx_done(&fc);
 	rxp_pkt_consume(msg);
-	no = q.len;
-	while (q.head)
-		rxp_pkt_enqueue(out, rxp_pkt_dequeue(&q));
-	return (int)no;
+	/* Splice q onto out (all or nothing reaches out). */
+	if (out->tail)
+		out->tail->next = q.head;
+	else
+		out->head = q.head;
+	out->tail = q.tail;
+	out->len += q.len;
+	return (int)q.len;
 }

@@ -33,7 +33,7 @@ static void on_dgram(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 static uint64_t run(bool linux_like, uint64_t *no_buffer)
 {
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "s001", .n_pkts = 8192, .n_bufs = 1024, .n_large = 64 });
+		.name = "s001", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64 });
 	struct rxp_gen_config gc = { .seed = 1, .count = DGRAMS, .min_payload = 65000,
 				     .max_payload = 65000, .mtu = 1500, .loss = 0.01, .flows = 64 };
 	struct rxp_sim_config sc = { .nqueues = 1, .ring_size = 256, .n_pages = 512, .gen = &gc };

@@ -206,9 +206,53 @@ static void test_names(void **state)
 	assert_int_equal(rxp_defrag_policy_parse("nope", &p), -22);
 }
 
+/* Review D1: a fragment ending past 65535 bytes in policy mode is refused
+ * (its block map and build buffers are sized for 65535), not written past. */
+static void test_policy_end_past_max(void **state)
+{
+	struct rxp_pktpool *pp = dt_pool();
+	struct rxp_defrag_table *t = rxp_defrag_table_create(
+		&(struct rxp_defrag_config){ .policy = RXP_DEFRAG_LINUX, .max_queues = 1 });
+	static uint8_t pl[70000];
+	struct dt4 d = { .id = 7 };
+	struct rxp_pktpool_stats st;
+
+	assert_non_null(t);
+	assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, 65528, 1480, false), 1));
+	rxp_pktpool_get_stats(pp, &st);
+	assert_int_equal(st.drops[RXP_DROP_FRAG_TOO_BIG], 1);
+	rxp_defrag_table_destroy(t);
+	rxpt_pktpool_teardown(pp);
+}
+
+/* Review D5: overlapping fragments that add no new bytes are not exempt
+ * from the memory cap in policy mode. */
+static void test_policy_overlaps_respect_cap(void **state)
+{
+	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
+		.name = "m", .n_pkts = 8192, .n_bufs = 8192, .n_large = 16 });
+	struct rxp_defrag_table *t = rxp_defrag_table_create(&(struct rxp_defrag_config){
+		.policy = RXP_DEFRAG_LINUX, .mem_limit = 64 * 1024 });
+	static uint8_t pl[4096];
+	struct dt4 d = { .id = 7 };
+	struct rxp_defrag_counters k;
+
+	assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, 0, 1592, true), 1));
+	assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, 1600, 8, false), 1));
+	for (int i = 0; i < 4000; i++) /* each claims the 8-byte gap, fills nothing */
+		assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, 0, 8, true), 1));
+	rxp_defrag_get_counters(t, &k);
+	assert_true(k.mem_high_water <= 64 * 1024);
+	assert_true(k.mem_drops > 0);
+	rxp_defrag_table_destroy(t);
+	rxpt_pktpool_teardown(pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_policy_end_past_max),
+		cmocka_unit_test(test_policy_overlaps_respect_cap),
 		cmocka_unit_test(test_policies),
 		cmocka_unit_test(test_strict_pattern),
 		cmocka_unit_test(test_sturges_novak),

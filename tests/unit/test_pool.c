@@ -321,6 +321,91 @@ static void test_pkt_remote_free(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* Review D2: a bulk get whose refill drains the deferred ring first must
+ * not write past the cache. Thread A takes the last thread id, so an
+ * overrun would leave the allocation (ASan), and every object handed out
+ * must be distinct. */
+static struct rxp_pool *bulk_p;
+static pthread_barrier_t bulk_hold, bulk_ph1, bulk_ph2;
+static void *bulk_objs[150];
+static int bulk_rc;
+static void *bulk_big[200];
+
+static void *bulk_holder(void *a)
+{
+	(void)rxp_thread_id();
+	pthread_barrier_wait(&bulk_hold);
+	pthread_barrier_wait(&bulk_hold);
+	return NULL;
+}
+
+static void *bulk_a(void *a)
+{
+	for (int i = 0; i < 150; i++)
+		bulk_objs[i] = rxp_pool_get(bulk_p);
+	rxp_pool_flush_cache(bulk_p);
+	pthread_barrier_wait(&bulk_ph1);
+	pthread_barrier_wait(&bulk_ph2); /* freed remotely: our deferred ring is full */
+	bulk_rc = rxp_pool_get_bulk(bulk_p, bulk_big, 200);
+	if (!bulk_rc)
+		rxp_pool_put_bulk(bulk_p, bulk_big, 200);
+	rxp_pool_flush_cache(bulk_p);
+	return NULL;
+}
+
+static void test_bulk_get_after_drain(void **state)
+{
+	unsigned nh = RXP_MAX_THREADS - 2 - rxp_thread_id();
+	pthread_t h[RXP_MAX_THREADS], a;
+
+	bulk_p = mk(4096, 256, 0);
+	pthread_barrier_init(&bulk_hold, NULL, nh + 1);
+	pthread_barrier_init(&bulk_ph1, NULL, 2);
+	pthread_barrier_init(&bulk_ph2, NULL, 2);
+	for (unsigned i = 0; i < nh; i++)
+		assert_int_equal(pthread_create(&h[i], NULL, bulk_holder, NULL), 0);
+	pthread_barrier_wait(&bulk_hold);
+	assert_int_equal(pthread_create(&a, NULL, bulk_a, NULL), 0);
+	pthread_barrier_wait(&bulk_ph1);
+	for (int i = 0; i < 150; i++)
+		rxp_pool_put(bulk_p, bulk_objs[i]);
+	rxp_pool_drain_deferred(bulk_p); /* hand the staged frees over */
+	pthread_barrier_wait(&bulk_ph2);
+	pthread_join(a, NULL);
+	pthread_barrier_wait(&bulk_hold);
+	for (unsigned i = 0; i < nh; i++)
+		pthread_join(h[i], NULL);
+	assert_int_equal(bulk_rc, 0);
+	for (int i = 0; i < 200; i++)
+		for (int j = i + 1; j < 200; j++)
+			assert_ptr_not_equal(bulk_big[i], bulk_big[j]);
+	rxp_pool_flush_cache(bulk_p);
+	teardown(bulk_p);
+}
+
+/* Frees from another thread into a pool without caches go to the ring. */
+static struct rxp_pool *nc_pool;
+static void *nc_objs[100];
+
+static void *nc_free(void *arg)
+{
+	for (int i = 0; i < 100; i++)
+		rxp_pool_put(nc_pool, nc_objs[i]);
+	return NULL;
+}
+
+static void test_nocache_remote_free(void **state)
+{
+	pthread_t t;
+
+	nc_pool = mk(128, RXP_POOL_NO_CACHE, 0);
+	for (int i = 0; i < 100; i++)
+		assert_non_null(nc_objs[i] = rxp_pool_get(nc_pool));
+	assert_int_equal(pthread_create(&t, NULL, nc_free, NULL), 0);
+	pthread_join(t, NULL);
+	teardown(nc_pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +417,8 @@ int main(void)
 		cmocka_unit_test(test_same_thread_free_stays_local),
 		cmocka_unit_test(test_leak_report_catches_injected_leak),
 		cmocka_unit_test(test_pkt_remote_free),
+		cmocka_unit_test(test_bulk_get_after_drain),
+		cmocka_unit_test(test_nocache_remote_free),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

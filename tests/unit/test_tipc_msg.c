@@ -270,6 +270,61 @@ static void test_fragment_and_reassemble(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* Fragment heads are slices of shared blocks and page references are taken
+ * in bulk: every slice's headroom may be written without touching another
+ * fragment's header, fragments freed in any order leave nothing behind, and
+ * running out of metadata half way returns every reference taken. */
+static void test_fragment_shared_heads(void **state)
+{
+	struct rxp_pktpool *pp = tt_pool();
+	struct rxp_pktpool_config c = { .name = "tipc_small", .n_pkts = 12, .n_bufs = 12,
+					.n_large = 2 };
+	struct rxp_pktpool *small = rxp_pktpool_create(&c);
+	struct rxp_pkt *frags[700], *m, *f;
+	struct rxp_pkt_queue q;
+	unsigned n = 0, no = 1;
+
+	/* mtu 140: 100 data bytes a fragment, 400 fragments over ~20 blocks. */
+	m = tt_msg(pp, 1, 40, 7, 40000, 3);
+	rxp_pkt_queue_init(&q);
+	assert_true(rxp_tipc_fragment(pp, m, 140, &q) > 300);
+	while ((f = rxp_pkt_dequeue(&q))) {
+		assert_true(n < 700);
+		assert_false(rxp_pkt_cloned(f));
+		assert_false(f->flags & RXP_PKT_F_RINGBUF);
+		assert_true(rxp_pkt_headroom(f) >= 28);
+		frags[n++] = f;
+	}
+	/* Scribble over every headroom (what a bearer's push does). */
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t hr = rxp_pkt_headroom(frags[i]);
+
+		memset(rxp_pkt_push(frags[i], hr), 0xa5, hr);
+		rxp_pkt_pull(frags[i], hr);
+	}
+	for (unsigned i = 0; i < n; i++, no++) {
+		assert_int_equal(rxp_tipc_validate_pkt(frags[i]), 0);
+		assert_int_equal(rxp_tipc_user(frags[i]->data), RXP_TIPC_MSG_FRAGMENTER);
+		assert_int_equal(rxp_tipc_get(frags[i]->data, RXP_TIPC_F_FRAGM_NO), no);
+	}
+	/* Free odd ones first, then even ones backwards. */
+	for (unsigned i = 1; i < n; i += 2)
+		rxp_pkt_consume(frags[i]);
+	for (unsigned i = n; i-- > 0;)
+		if (!(i & 1))
+			rxp_pkt_consume(frags[i]);
+	/* Out of metadata half way: -ENOMEM, nothing queued, nothing kept. */
+	assert_non_null(small);
+	m = tt_msg(small, 0, 40, 7, 30000, 4);
+	assert_non_null(m);
+	rxp_pkt_queue_init(&q);
+	assert_int_equal(rxp_tipc_fragment(small, m, 1472, &q), -ENOMEM);
+	assert_int_equal(q.len, 0);
+	assert_null(q.head);
+	rxpt_pktpool_teardown(small);
+	rxpt_pktpool_teardown(pp);
+}
+
 /* Strip IPv4+UDP from a datagram built by the sender, checking both. */
 static struct rxp_pkt *strip_udp(struct rxp_pkt *d)
 {
@@ -375,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_bundle_build),
 		cmocka_unit_test(test_bundle_extract),
 		cmocka_unit_test(test_fragment_and_reassemble),
+		cmocka_unit_test(test_fragment_shared_heads),
 		cmocka_unit_test(test_property_udp_roundtrip),
 		cmocka_unit_test(test_port_binding),
 	};
