@@ -336,18 +336,30 @@ int main(int argc, char **argv)
 	if (getenv("RXP_BENCH_ONE")) {
 		/* One config, one run of each: for callgrind instruction counts
 		 * (RXP_BENCH_ONE=k,order with order 0 in-order, 1 reversed, 2
-		 * shuffled). */
+		 * shuffled; RXP_BENCH_REPEAT=n runs each n times, with
+		 * RXP_BENCH_FRESH_TABLE a new rxpath table each time). */
 		unsigned k = 4, ord = 0;
 
 		sscanf(getenv("RXP_BENCH_ONE"), "%u,%u", &k, &ord);
 		if (k < 2 || k > 8 || ord > 2)
 			return 2;
 		struct fdesc *f = make_feed(nd, k, FRAG_PAY, (enum order)ord);
+		int rep = getenv("RXP_BENCH_REPEAT") ? atoi(getenv("RXP_BENCH_REPEAT")) : 1;
+
+		for (int r = 0; r < rep && r < 1000; r++) {
 #ifdef RXP_HAVE_DPDK
-		if (have_dpdk)
-			printf("dpdk   %.1f ns/frag\n", dp_run(f, (size_t)nd * k, nd) * 1e9 / (nd * k));
+			if (have_dpdk)
+				printf("dpdk   %.1f ns/frag\n",
+				       dp_run(f, (size_t)nd * k, nd) * 1e9 / (nd * k));
 #endif
-		printf("rxpath %.1f ns/frag\n", rx_run(pp, t, f, (size_t)nd * k, nd) * 1e9 / (nd * k));
+			if (getenv("RXP_BENCH_FRESH_TABLE")) {
+				/* Tells table state from pool state across runs. */
+				rxp_defrag_table_destroy(t);
+				t = rxp_defrag_table_create(&dc);
+			}
+			printf("rxpath %.1f ns/frag\n",
+			       rx_run(pp, t, f, (size_t)nd * k, nd) * 1e9 / (nd * k));
+		}
 		free(f);
 		o.runs = 0;
 	}

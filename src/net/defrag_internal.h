@@ -23,10 +23,13 @@
  * and its run_end says where its run of contiguous fragments ends; the run's
  * members hang off pkt->next. */
 struct dfr_cb {
-	RB_ENTRY(dfr_cb) rb;
+	/* Written for every fragment: first, so that a fragment appended in
+	 * order dirties one cache line of its metadata (cb starts in the
+	 * second line of struct rxp_pkt) and not two. */
 	uint32_t off, end;  /* payload offsets of this fragment */
 	uint32_t run_end;   /* run heads only; the last run's is q->tail_end */
 	uint16_t hdrlen;    /* header bytes pulled off at insert */
+	RB_ENTRY(dfr_cb) rb; /* run heads only */
 };
 _Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
 
@@ -72,36 +75,56 @@ struct dfr_info {
 
 enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 
+/* Laid out by how often a field is touched: lookup and every accepted
+ * fragment read and write only the first two cache lines (bucket chain,
+ * hash, key, and the per-fragment state); the rest is touched when a queue
+ * is created, freed or restarted, by out-of-order inserts, or in policy
+ * mode. Queues are cache-line aligned in the table's array. */
 struct dfr_queue {
+	/* Line 0: lookup. */
 	struct dfr_queue *hnext;
-	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
-	uint64_t last_seq;         /* table fragment count at the last accept */
-	struct dfr_key key;
-	uint64_t hash;             /* of key, under the table's SipHash key */
+	uint32_t hash;             /* low bits of the key's SipHash (bucket + quick compare) */
+	struct dfr_key key;        /* 44 bytes */
+	uint32_t max_size;
+	uint8_t flags;
+	uint8_t ecn_mask;
+	uint16_t hdrlen;           /* of the offset-0 fragment */
+	/* Line 1: per accepted fragment. */
 	uint64_t expires;
-	struct dfr_tree runs;      /* strict */
 	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
-	struct dfr_cb *last_run;
+	struct dfr_tree runs;      /* strict */
+	uint64_t last_seq;         /* table fragment count at the last accept */
+	uint64_t mem;
 	uint32_t tail_end;         /* strict: where tail ends, and so the last run;
 				    * kept here so that appending in order
 				    * touches no older fragment's cb */
+	uint32_t len, meat;
+	uint16_t nfrags;           /* at most 8192 (8-byte fragments below 65536) */
+	uint16_t spare;
+	struct dfr_cb *last_run;   /* strict: head of the last run */
+	/* Line 2: the first DFR_PF fragments in arrival order, so that
+	 * completion can prefetch them all at once rather than meet one
+	 * cache miss after another walking the runs. A hint only. */
+	struct rxp_pkt *pf[8];
+	/* Line 3: creation, free, max_dist, policy. */
+	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
 	uint8_t *blocks;           /* policy: 8-byte blocks received */
 	uint32_t nblocks;          /* policy: blocks set */
-	uint32_t nfrags;
-	uint32_t len, meat;
-	uint32_t max_size, max_df_size;
-	uint64_t mem;
+	uint32_t max_df_size;
 	uint32_t rid;
 	uint32_t peer;             /* IPv4: slot of the source's max_dist counter */
-	uint16_t hdrlen, nhoff;    /* of the offset-0 fragment */
+	uint16_t nhoff;            /* of the offset-0 fragment */
 	uint8_t nexthdr;
-	uint8_t flags;
-	uint8_t ecn_mask;
 	bool in_use;
-};
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 0");
+_Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 1");
+_Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 2");
+#define DFR_PF 8u
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
+
 
 #define DFR_PEER_SLOTS 4096u
 
@@ -140,7 +163,7 @@ int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
 /* Queue storage (defrag_queue.c). insert returns 0, DFR_DUP or DFR_OVERLAP;
  * on 0 the queue owns pkt. */
 enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3 };
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt);
+int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end);
 int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
 bool dfr_policy_complete(const struct dfr_queue *q);
 /* Build the datagram from a complete queue (which is left empty); the

@@ -15,7 +15,11 @@ int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	const struct rxp_iphdr *ip;
 	unsigned ihl, tot, fo;
 
-	ip = rxp_pkt_header_pointer(pkt, 0, sizeof(buf), &buf);
+	/* The header is nearly always in the linear part: no call then. */
+	if (rxp_pkt_headlen(pkt) >= sizeof(buf))
+		ip = (const struct rxp_iphdr *)(const void *)pkt->data;
+	else
+		ip = rxp_pkt_header_pointer(pkt, 0, sizeof(buf), &buf);
 	if (!ip)
 		return -RXP_DROP_IP_TRUNCATED;
 	ihl = rxp_ip_hlen(ip);
@@ -28,9 +32,11 @@ int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 		return -RXP_DROP_IP_HDR;
 	if (tot > pkt->len)
 		return -RXP_DROP_IP_TRUNCATED;
-	memset(fi, 0, sizeof(*fi));
+	/* Every field set (no memset): this runs for every fragment. The
+	 * key's pad must be zero, as keys are compared whole. */
 	fi->key.family = 4;
 	fi->key.proto = ip->protocol;
+	fi->key.pad = 0;
 	fi->key.id = ntohs(ip->id);
 	fi->key.zone = zone;
 	memcpy(fi->key.addr, &ip->saddr, 4);
@@ -43,6 +49,8 @@ int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	fi->mf = fo & RXP_IP_MF;
 	fi->df = fo & RXP_IP_DF;
 	fi->ecn = ip->tos & 3;
+	fi->nhoff = 0;
+	fi->nexthdr = 0;
 	/* An MF fragment's length not a multiple of 8 is rounded down, as
 	 * Linux does; the cut bytes are trimmed by the caller. */
 	if (fi->mf)

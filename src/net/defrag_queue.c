@@ -2,12 +2,19 @@
  * Fragment storage inside one reassembly queue, and building the datagram.
  *
  * Strict mode keeps a red-black tree of runs (Linux's layout): each tree
- * node heads a run of contiguous fragments linked through pkt->next, and
- * its run_end says where the run stops. A fragment that starts where the
- * last fragment ended is appended in O(1); one after a gap starts a new
- * rightmost run; anything else is placed by a descent that also finds a
- * duplicate (wholly inside a run) or an overlap (anything else that
- * touches a run). Runs never overlap, so the descent is O(log runs).
+ * node heads a run of contiguous fragments, and its run_end says where the
+ * run stops. A fragment that starts where the last fragment ended is
+ * appended in O(1); one after a gap starts a new rightmost run; anything
+ * else is placed by a descent that also finds a duplicate (wholly inside a
+ * run) or an overlap (anything else that touches a run). Runs never
+ * overlap, so the descent is O(log runs).
+ *
+ * A run is linked backwards through pkt->next, from its last fragment to
+ * its head, so that appending in order writes only the new fragment (the
+ * previous one, long out of cache with many datagrams in flight, is not
+ * touched). The last run's tail is q->tail; a closed run's head keeps its
+ * tail in its own next pointer (set when the run is closed). run_list()
+ * turns a run into a forward list.
  *
  * Policy mode keeps fragments unmerged in arrival order and a bitmap of the
  * 8-byte blocks received (offsets are multiples of 8 and so is every end
@@ -28,49 +35,93 @@ static int cb_cmp(struct dfr_cb *a, struct dfr_cb *b)
 
 RB_GENERATE_STATIC(dfr_tree, dfr_cb, rb, cb_cmp)
 
-/* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it. */
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt)
+/* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
+ * Only a fragment that heads a run gets its cb written (off, end, run_end):
+ * nothing reads a run member's, and so an in-order append leaves the cache
+ * line that holds cb alone. */
+int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
 	struct dfr_cb *cb = dfr_cb(pkt), *n;
 
-	pkt->next = NULL;
-	cb->run_end = cb->end;
-	if (!q->tail) {
-		RB_INSERT(dfr_tree, &q->runs, cb);
-		q->last_run = cb;
-		q->tail = pkt;
-		q->tail_end = cb->end;
-		return DFR_OK;
-	}
-	if (q->tail_end == cb->off) {
+	if (q->tail && q->tail_end == off) {
 		/* The common case: in order, extend the last run (its
 		 * run_end is written back before anyone reads it). */
-		q->tail->next = pkt;
+		pkt->next = q->tail;
 		q->tail = pkt;
-		q->tail_end = cb->end;
+		q->tail_end = end;
 		return DFR_OK;
 	}
-	q->last_run->run_end = q->tail_end;
-	if (q->tail_end < cb->off) {
+	if (!q->tail) {
+		cb->off = off;
+		cb->end = cb->run_end = end;
+		pkt->next = NULL;
 		RB_INSERT(dfr_tree, &q->runs, cb);
 		q->last_run = cb;
 		q->tail = pkt;
-		q->tail_end = cb->end;
+		q->tail_end = end;
+		return DFR_OK;
+	}
+	/* Out of order: what follows reads run heads' cbs (and may close the
+	 * last run), each in another fragment's metadata and likely out of
+	 * cache. Ask for the queue's first fragments all at once instead of
+	 * meeting the misses one by one down the tree. */
+	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
+		const char *m = (const char *)q->pf[i];
+
+		__builtin_prefetch(m);
+		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb));
+		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb) + sizeof(struct dfr_cb) - 1);
+	}
+	q->last_run->run_end = q->tail_end;
+	if (q->tail_end < off) {
+		/* Close the last run: its head remembers its tail. */
+		dfr_pkt(q->last_run)->next = q->tail;
+		pkt->next = NULL;
+		cb->off = off;
+		cb->end = cb->run_end = end;
+		RB_INSERT(dfr_tree, &q->runs, cb);
+		q->last_run = cb;
+		q->tail = pkt;
+		q->tail_end = end;
 		return DFR_OK;
 	}
 	n = RB_ROOT(&q->runs);
 	while (n) {
-		if (cb->end <= n->off)
+		if (end <= n->off)
 			n = RB_LEFT(n, rb);
-		else if (cb->off >= n->run_end)
+		else if (off >= n->run_end)
 			n = RB_RIGHT(n, rb);
-		else if (cb->off >= n->off && cb->end <= n->run_end)
+		else if (off >= n->off && end <= n->run_end)
 			return DFR_DUP;
 		else
 			return DFR_OVERLAP;
 	}
+	pkt->next = pkt; /* a closed run of one */
+	cb->off = off;
+	cb->end = cb->run_end = end;
 	RB_INSERT(dfr_tree, &q->runs, cb);
 	return DFR_OK;
+}
+
+/* The fragments of the run headed by h, in offset order, linked forward
+ * through next and ending in NULL; *last gets its last fragment. */
+static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_cb *h,
+				struct rxp_pkt **last)
+{
+	struct rxp_pkt *head = dfr_pkt(h), *p, *prev, *list = NULL;
+
+	p = h == q->last_run ? q->tail : head->next;
+	*last = p;
+	for (;;) {
+		/* Coalescing reads each fragment's page header next. */
+		__builtin_prefetch(p->head_page);
+		prev = p->next;
+		p->next = list;
+		list = p;
+		if (p == head)
+			return list;
+		p = prev;
+	}
 }
 
 /* Consumes pkt on DFR_OK; otherwise the caller keeps it. */
@@ -115,9 +166,12 @@ void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp
 	struct rxp_pkt *p, *pn;
 
 	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
+		struct rxp_pkt *last;
+
 		nx = RB_NEXT(dfr_tree, &q->runs, n);
+		p = run_list(q, n, &last);
 		RB_REMOVE(dfr_tree, &q->runs, n);
-		for (p = dfr_pkt(n); p; p = pn) {
+		for (; p; p = pn) {
 			pn = p->next;
 			p->next = NULL;
 			fn(arg, p);
@@ -142,20 +196,14 @@ static void drop_nomem(void *arg, struct rxp_pkt *p)
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
 	struct dfr_cb *first = RB_MIN(dfr_tree, &q->runs), *n;
-	struct rxp_pkt *head = dfr_pkt(first), *p, *pn, *rest = NULL, **link = &rest;
+	struct rxp_pkt *head = dfr_pkt(first), *p, *pn, *rest = NULL, **link = &rest, *last;
 
-	/* Take every fragment after the head out of the tree in order. */
+	/* Every fragment after the head, in order, on rest. */
 	for (n = first; n; n = RB_NEXT(dfr_tree, &q->runs, n)) {
-		for (p = dfr_pkt(n); p; p = p->next) {
-			if (p != head) {
-				*link = p;
-				link = &p->next;
-			}
-		}
+		*link = run_list(q, n, &last);
+		link = &last->next;
 	}
-	*link = NULL;
-	/* The loop above relinked next pointers in the same order, so
-	 * head->next may point into rest: cut it. */
+	rest = head->next;
 	head->next = NULL;
 	RB_INIT(&q->runs);
 	q->tail = NULL;

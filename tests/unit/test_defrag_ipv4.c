@@ -535,6 +535,49 @@ static void test_many_fragments(void **state)
 	env_down(&e);
 }
 
+/* Many datagrams in flight, fed fragment r of every datagram before
+ * fragment r+1 of any (as the benchmark does), half in order and half
+ * reversed: keys that differ only in id, and pairs that differ only in
+ * source. Every datagram completes once, intact. */
+static void test_many_in_flight(void **state)
+{
+	struct rxp_defrag_config c = { .max_queues = 1024, .mem_limit = 64u << 20,
+					.max_dist = -1 /* 500 datagrams per source */ };
+	enum { ND = 1000, K = 3, FL = 400 };
+	uint8_t *pl = dt_payload(K * FL, 9);
+	struct env e;
+	uint32_t done = 0;
+
+	env_up(&e, &c);
+	for (uint32_t r = 0; r < K; r++) {
+		for (uint32_t i = 0; i < ND; i++) {
+			struct dt4 d = { .src = 0x0a000001u + (i & 1), .dst = 0x0a000063u,
+					 .id = (uint16_t)(i / 2), .proto = 17 };
+			/* odd datagrams reversed, even in order */
+			uint32_t k = (i & 1) ? K - 1 - r : r;
+			struct rxp_pkt *res = in4(&e, &d, pl, k * FL, FL, k != K - 1, 1);
+
+			if (r < K - 1) {
+				assert_null(res);
+				continue;
+			}
+			assert_non_null(res);
+			check_hdr(res, K * FL);
+			dt_check_payload(res, 20, pl, K * FL);
+			rxp_pkt_consume(res);
+			done++;
+		}
+	}
+	assert_int_equal(done, ND);
+	struct rxp_defrag_counters ct = dt_ctr(e.t);
+	assert_int_equal(ct.ReasmOKs, ND);
+	assert_int_equal(ct.ReasmFails, 0);
+	assert_int_equal(ct.queues, 0);
+	assert_int_equal(ct.mem, 0);
+	free(pl);
+	env_down(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_fragmentsmack_churn),
 		cmocka_unit_test(test_tiny_fragment_overlap),
 		cmocka_unit_test(test_many_fragments),
+		cmocka_unit_test(test_many_in_flight),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
