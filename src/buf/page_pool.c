@@ -48,30 +48,6 @@ struct rxp_page_pool {
 	struct rxp_mpmc *store; /* fresh and released pages */
 };
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-static struct rxp_mpmc *mpmc_new(uint32_t n)
-{
-	uint32_t size = pow2_at_least(n);
-	struct rxp_mpmc *r = aligned_alloc(
-		RXP_CACHELINE,
-		RXP_ALIGN_UP(sizeof(*r) + (size_t)size * sizeof(void *), (size_t)RXP_CACHELINE));
-
-	if (!r)
-		return NULL;
-	memset(r, 0, sizeof(*r));
-	r->mask = size - 1;
-	r->capacity = size;
-	return r;
-}
-
 static void to_store(struct rxp_page_pool *pp, struct rxp_page *pg)
 {
 	void *obj = pg;
@@ -139,8 +115,8 @@ struct rxp_page_pool *rxp_page_pool_create(const struct rxp_page_pool_config *cf
 	pp->owner = rxp_thread_id();
 	pp->mem = aligned_alloc(4096, RXP_ALIGN_UP((size_t)psize * n, (size_t)4096));
 	pp->pages = calloc(n, sizeof(*pp->pages));
-	pp->ring = mpmc_new(rs);
-	pp->store = mpmc_new(n);
+	pp->ring = rxp_mpmc_create(rs);
+	pp->store = rxp_mpmc_create(n);
 	if (!pp->mem || !pp->pages || !pp->ring || !pp->store) {
 		free(pp->mem);
 		free(pp->pages);

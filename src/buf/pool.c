@@ -131,30 +131,6 @@ static inline struct obj_hdr *hdr_of(void *obj)
 	return (struct obj_hdr *)obj - 1;
 }
 
-static uint32_t pow2_at_least(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
-static struct rxp_mpmc *mpmc_new(uint32_t capacity)
-{
-	uint32_t size = pow2_at_least(capacity);
-	struct rxp_mpmc *r = aligned_alloc(
-		RXP_CACHELINE,
-		RXP_ALIGN_UP(sizeof(struct rxp_mpmc) + size * sizeof(void *), (size_t)RXP_CACHELINE));
-
-	if (r) {
-		memset(r, 0, sizeof(*r));
-		r->mask = size - 1;
-		r->capacity = capacity;
-	}
-	return r;
-}
-
 static void pool_free_mem(struct rxp_pool *p)
 {
 	for (unsigned t = 0; t < RXP_MAX_THREADS; t++)
@@ -194,7 +170,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++)
 		p->caches[t].hot_owner = 0xffff; /* no slot yet (and none ever without a cache) */
 
-	p->ring = mpmc_new(cfg->n);
+	p->ring = rxp_mpmc_create(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
 	ok = p->ring && p->mem;
 	if (ok && p->cache_size) {
@@ -204,7 +180,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * NSTAGE, sizeof(struct stage));
 		ok = p->cache_mem && p->stage_mem;
 		for (unsigned t = 0; ok && t < RXP_MAX_THREADS; t++) {
-			p->defer[t] = mpmc_new(p->defer_max);
+			p->defer[t] = rxp_mpmc_create(p->defer_max);
 			ok = p->defer[t] != NULL;
 			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
 			p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "rxpath/compiler.h"
 
@@ -37,6 +39,25 @@ static inline void rxp_mpmc_wait_tail(_Atomic uint32_t *tail, uint32_t expect)
 		else
 			sched_yield(); /* the thread we wait for may be preempted */
 	}
+}
+
+/* An empty ring for at least capacity pointers (capacity exactly; slots a
+ * power of two). NULL when out of memory. Free with free(). */
+static inline struct rxp_mpmc *rxp_mpmc_create(uint32_t capacity)
+{
+	uint32_t size = 1;
+	struct rxp_mpmc *r;
+
+	while (size < capacity)
+		size <<= 1;
+	r = aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*r) + (size_t)size * sizeof(void *),
+						      (size_t)RXP_CACHELINE));
+	if (r) {
+		memset(r, 0, sizeof(*r));
+		r->mask = size - 1;
+		r->capacity = capacity;
+	}
+	return r;
 }
 
 /* Enqueue n pointers; all or nothing when bulk, else as many as fit.

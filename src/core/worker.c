@@ -308,23 +308,6 @@ static void worker_free(struct rxp_worker *w)
 	free(w);
 }
 
-static struct rxp_mpmc *inbox_new(uint32_t n)
-{
-	uint32_t size = 1;
-	struct rxp_mpmc *r;
-
-	while (size < n)
-		size <<= 1;
-	r = aligned_alloc(RXP_CACHELINE,
-			  RXP_ALIGN_UP(sizeof(*r) + size * sizeof(void *), (size_t)RXP_CACHELINE));
-	if (r) {
-		memset(r, 0, sizeof(*r));
-		r->mask = size - 1;
-		r->capacity = size;
-	}
-	return r;
-}
-
 struct rxp_worker_group *rxp_worker_group_create(const struct rxp_worker_config *cfg)
 {
 	struct rxp_worker_group *g;
@@ -359,7 +342,7 @@ struct rxp_worker_group *rxp_worker_group_create(const struct rxp_worker_config 
 		w->g = g;
 		w->id = i;
 		w->nq = nq > i ? (nq - i + g->n - 1) / g->n : 0;
-		w->inbox = inbox_new(g->cfg.inbox);
+		w->inbox = rxp_mpmc_create(g->cfg.inbox);
 		if (!w->inbox || rxp_net_init(&w->net, &g->cfg.defrag))
 			goto fail;
 		if (g->cfg.tipc && rxp_udp_bind(&w->net, RXP_TIPC_UDP_PORT, on_tipc_udp, w))

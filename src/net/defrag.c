@@ -50,6 +50,19 @@ static uint32_t qcharge(const struct rxp_defrag_table *t)
 	       (t->cfg.policy != RXP_DEFRAG_STRICT ? DFR_BLOCK_BYTES : 0);
 }
 
+static void table_free(struct rxp_defrag_table *t)
+{
+	free(t->buckets);
+	free(t->qarr);
+	free(t->peer_rid);
+	free(t->blockmem);
+	free(t->owner);
+	free(t->fragv);
+	free(t->pdata);
+	free(t->ptmp);
+	free(t);
+}
+
 struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg)
 {
 	struct rxp_defrag_config c = cfg ? *cfg : (struct rxp_defrag_config){ 0 };
@@ -106,17 +119,8 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	TAILQ_INIT(&t->fifo[1]);
 	return t;
 nomem:
-	if (t) {
-		free(t->buckets);
-		free(t->qarr);
-		free(t->peer_rid);
-		free(t->blockmem);
-		free(t->owner);
-		free(t->fragv);
-		free(t->pdata);
-		free(t->ptmp);
-		free(t);
-	}
+	if (t)
+		table_free(t);
 	errno = ENOMEM;
 	return NULL;
 }
@@ -311,15 +315,7 @@ void rxp_defrag_table_destroy(struct rxp_defrag_table *t)
 		while ((q = TAILQ_FIRST(&t->fifo[f])))
 			queue_kill(t, q, RXP_DROP_TEARDOWN);
 	}
-	free(t->buckets);
-	free(t->qarr);
-	free(t->peer_rid);
-	free(t->blockmem);
-	free(t->owner);
-	free(t->fragv);
-	free(t->pdata);
-	free(t->ptmp);
-	free(t);
+	table_free(t);
 }
 
 /* Fill in 1/1024: bytes received over the datagram length (65535 while the
