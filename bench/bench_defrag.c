@@ -40,7 +40,7 @@
 #define PF 4 /* prefetch distance, the same for rxpath and DPDK */
 
 enum order { IN_ORDER, REVERSED, SHUFFLED };
-static const char *const order_name[] = { "in-order", "reversed", "shuffled" };
+static const char *const order_name[] = {"in-order", "reversed", "shuffled"};
 
 struct fdesc {
 	uint32_t dgram; /* datagram index */
@@ -75,7 +75,8 @@ static struct fdesc *make_feed(uint32_t nd, uint32_t k, uint32_t pay, enum order
 			}
 		}
 		for (uint32_t r = 0; r < k; r++)
-			f[(size_t)r * nd + d] = (struct fdesc){ d, perm[r] * pay, pay, perm[r] != k - 1 };
+			f[(size_t)r * nd + d] =
+				(struct fdesc){d, perm[r] * pay, pay, perm[r] != k - 1};
 	}
 	return f;
 }
@@ -164,8 +165,17 @@ static struct rte_ip_frag_death_row dp_dr;
 
 static int dp_init(void)
 {
-	char *av[] = { "rxpath-bench-defrag", "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
-		       "--file-prefix", "rxpbenchdefrag", "--log-level", "lib.eal:error", NULL };
+	char *av[] = {"rxpath-bench-defrag",
+		      "--no-huge",
+		      "--no-pci",
+		      "--no-shconf",
+		      "-m",
+		      "512",
+		      "--file-prefix",
+		      "rxpbenchdefrag",
+		      "--log-level",
+		      "lib.eal:error",
+		      NULL};
 
 	if (rte_eal_init(10, av) < 0)
 		return -1;
@@ -252,8 +262,8 @@ static void dp_fini(void)
  *   RXP_BENCH_SMACK_N=n valgrind --tool=callgrind --toggle-collect=smack_insert \
  *       rxpath-bench-defrag
  */
-static __attribute__((noinline)) void smack_insert(struct rxp_defrag_table *t,
-						   struct rxp_pkt **v, uint32_t n)
+static __attribute__((noinline)) void smack_insert(struct rxp_defrag_table *t, struct rxp_pkt **v,
+						   uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (rxp_defrag(t, v[i], 0))
@@ -262,7 +272,7 @@ static __attribute__((noinline)) void smack_insert(struct rxp_defrag_table *t,
 
 static double smack_run(struct rxp_pktpool *pp, uint32_t n)
 {
-	struct rxp_defrag_config c = { .mem_limit = 1ull << 32, .max_queues = 64, .max_dist = -1 };
+	struct rxp_defrag_config c = {.mem_limit = 1ull << 32, .max_queues = 64, .max_dist = -1};
 	struct rxp_defrag_table *t = rxp_defrag_table_create(&c);
 	const uint32_t per = 8190;
 	struct fdesc *f = malloc(sizeof(*f) * n);
@@ -270,7 +280,7 @@ static double smack_run(struct rxp_pktpool *pp, uint32_t n)
 	double s;
 
 	for (uint32_t i = 0; i < n; i++)
-		f[i] = (struct fdesc){ i / per, 8 * (1 + i % per), 8, true };
+		f[i] = (struct fdesc){i / per, 8 * (1 + i % per), 8, true};
 	for (uint32_t i = n - 1; i > 0; i--) {
 		uint32_t j = (uint32_t)(rnd() % (i + 1));
 		struct fdesc x = f[i];
@@ -292,13 +302,21 @@ static double smack_run(struct rxp_pktpool *pp, uint32_t n)
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
-	static struct bench_table tab = { .name = "defrag" };
-	struct rxp_pktpool_config pc = { .name = "bench", .n_pkts = 90000, .n_bufs = 90000,
-					 .buf_size = 1024, .n_large = 4, .cache_size = 1024 };
-	struct rxp_pktpool_config pc45 = { .name = "bench45", .n_pkts = 50000, .n_bufs = 50000,
-					   .buf_size = 2048, .n_large = 4, .cache_size = 1024 };
-	struct rxp_defrag_config dc = { .mem_limit = 1ull << 32, .max_queues = 16384,
-					.max_dist = -1 };
+	static struct bench_table tab = {.name = "defrag"};
+	struct rxp_pktpool_config pc = {.name = "bench",
+					.n_pkts = 90000,
+					.n_bufs = 90000,
+					.buf_size = 1024,
+					.n_large = 4,
+					.cache_size = 1024};
+	struct rxp_pktpool_config pc45 = {.name = "bench45",
+					  .n_pkts = 50000,
+					  .n_bufs = 50000,
+					  .buf_size = 2048,
+					  .n_large = 4,
+					  .cache_size = 1024};
+	struct rxp_defrag_config dc = {
+		.mem_limit = 1ull << 32, .max_queues = 16384, .max_dist = -1};
 	struct rxp_pktpool *pp, *pp45;
 	struct rxp_defrag_table *t;
 	uint32_t nd;
@@ -385,9 +403,11 @@ int main(int argc, char **argv)
 				double dm = bench_median(dp, o.runs);
 
 				bench_add(&tab, g, "dpdk-22.11 dgram/s", "M/s", dm, 0, NULL);
-				bench_add(&tab, g, "rxpath dgram/s", "M/s", rm, 0, "dpdk-22.11 dgram/s");
+				bench_add(&tab, g, "rxpath dgram/s", "M/s", rm, 0,
+					  "dpdk-22.11 dgram/s");
 				bench_add(&tab, g, "dpdk-22.11 frag/s", "M/s", dm * k, 0, NULL);
-				bench_add(&tab, g, "rxpath frag/s", "M/s", rm * k, 0, "dpdk-22.11 frag/s");
+				bench_add(&tab, g, "rxpath frag/s", "M/s", rm * k, 0,
+					  "dpdk-22.11 frag/s");
 			} else {
 				bench_add(&tab, g, "rxpath dgram/s", "M/s", rm, 0, NULL);
 				bench_add(&tab, g, "rxpath frag/s", "M/s", rm * k, 0, NULL);

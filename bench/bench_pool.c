@@ -171,18 +171,19 @@ struct variant {
 };
 
 static const struct variant single_variants[] = {
-	{ "1 one thread, single", "dpdk mempool cache256", NULL, 1, NULL },
-	{ "1 one thread, single", "rxpath pool cache256", loop_rxp_single, 0, "dpdk mempool cache256" },
-	{ "1 one thread, single", "glibc malloc", loop_glibc, 0, "dpdk mempool cache256" },
-	{ "1 one thread, single", "mimalloc", loop_mimalloc, 2, "dpdk mempool cache256" },
-	{ "1 one thread, single", "jemalloc", loop_jemalloc, 3, "dpdk mempool cache256" },
-	{ "1 one thread, bulk32", "dpdk mempool cache256", NULL, 1, NULL },
-	{ "1 one thread, bulk32", "rxpath pool cache256", loop_rxp_bulk, 0, "dpdk mempool cache256" },
-	{ "1 one thread, bulk32", "glibc malloc", loop_glibc_bulk, 0, "dpdk mempool cache256" },
-	{ "1 one thread, bulk32", "mimalloc", loop_mimalloc_bulk, 2, "dpdk mempool cache256" },
-	{ "3 same-thread free (thread 004)", "free to shared ring", loop_rxp_put_shared, 0, NULL },
-	{ "3 same-thread free (thread 004)", "free to local cache", loop_rxp_single, 0,
-	  "free to shared ring" },
+	{"1 one thread, single", "dpdk mempool cache256", NULL, 1, NULL},
+	{"1 one thread, single", "rxpath pool cache256", loop_rxp_single, 0,
+	 "dpdk mempool cache256"},
+	{"1 one thread, single", "glibc malloc", loop_glibc, 0, "dpdk mempool cache256"},
+	{"1 one thread, single", "mimalloc", loop_mimalloc, 2, "dpdk mempool cache256"},
+	{"1 one thread, single", "jemalloc", loop_jemalloc, 3, "dpdk mempool cache256"},
+	{"1 one thread, bulk32", "dpdk mempool cache256", NULL, 1, NULL},
+	{"1 one thread, bulk32", "rxpath pool cache256", loop_rxp_bulk, 0, "dpdk mempool cache256"},
+	{"1 one thread, bulk32", "glibc malloc", loop_glibc_bulk, 0, "dpdk mempool cache256"},
+	{"1 one thread, bulk32", "mimalloc", loop_mimalloc_bulk, 2, "dpdk mempool cache256"},
+	{"3 same-thread free (thread 004)", "free to shared ring", loop_rxp_put_shared, 0, NULL},
+	{"3 same-thread free (thread 004)", "free to local cache", loop_rxp_single, 0,
+	 "free to shared ring"},
 };
 
 static void fix_dpdk_loops(struct variant *v, size_t n)
@@ -241,9 +242,13 @@ struct handover {
 };
 
 enum { X_HANDOFF, X_RXP_DEFER, X_RXP_SHARED, X_DPDK, X_GLIBC, X_MIMALLOC, X_JEMALLOC };
-static const char *const xnames[] = { "handover only (no alloc)", "rxpath deferred free",
-				      "rxpath free to shared ring", "dpdk mempool cache256",
-				      "glibc malloc", "mimalloc", "jemalloc" };
+static const char *const xnames[] = {"handover only (no alloc)",
+				     "rxpath deferred free",
+				     "rxpath free to shared ring",
+				     "dpdk mempool cache256",
+				     "glibc malloc",
+				     "mimalloc",
+				     "jemalloc"};
 
 static void x_free(int kind, void *o)
 {
@@ -309,7 +314,8 @@ static int consumer(void *arg)
 	while (!atomic_load(&h->go))
 		;
 	while (freed < h->n) {
-		void *o = atomic_load_explicit(&h->slot[h->tail & (SPSC - 1)], memory_order_acquire);
+		void *o =
+			atomic_load_explicit(&h->slot[h->tail & (SPSC - 1)], memory_order_acquire);
 
 		if (!o) {
 			__builtin_ia32_pause();
@@ -426,8 +432,8 @@ static void load_allocators(void)
 
 static void setup_pools(int with_dpdk)
 {
-	struct rxp_pool_config pc = { .name = "bench", .obj_size = OBJ_SIZE, .n = NOBJ,
-				      .cache_size = 256 };
+	struct rxp_pool_config pc = {
+		.name = "bench", .obj_size = OBJ_SIZE, .n = NOBJ, .cache_size = 256};
 
 	pool = rxp_pool_create(&pc);
 	if (!pool) {
@@ -436,9 +442,9 @@ static void setup_pools(int with_dpdk)
 	}
 #ifdef RXP_HAVE_DPDK
 	if (with_dpdk) {
-		char *eal[] = { "rxpath-bench-pool", "-l", "0-1", "--no-huge", "--no-pci",
-				"--no-shconf", "-m", "512", "--file-prefix", "rxpbenchpool",
-				"--log-level", "0", NULL };
+		char *eal[] = {"rxpath-bench-pool", "-l", "0-1", "--no-huge",	  "--no-pci",
+			       "--no-shconf",	    "-m", "512", "--file-prefix", "rxpbenchpool",
+			       "--log-level",	    "0",  NULL};
 		int argc = 12;
 
 		if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
@@ -449,7 +455,8 @@ static void setup_pools(int with_dpdk)
 			have_dpdk = mp != NULL;
 		}
 		if (!have_dpdk)
-			fprintf(stderr, "bench pool: DPDK EAL or mempool unavailable; DPDK rows skipped\n");
+			fprintf(stderr,
+				"bench pool: DPDK EAL or mempool unavailable; DPDK rows skipped\n");
 	}
 #else
 	(void)with_dpdk;
@@ -475,7 +482,7 @@ int main(int argc, char **argv)
 {
 	struct variant v[sizeof(single_variants) / sizeof(single_variants[0])];
 	size_t nv = sizeof(v) / sizeof(v[0]);
-	struct bench_table t = { .name = "pool" };
+	struct bench_table t = {.name = "pool"};
 	struct bench_opts o;
 	int instr = 0;
 	long n1, n2;
@@ -492,17 +499,17 @@ int main(int argc, char **argv)
 			const char *name;
 			void (*fn)(long);
 		} loops[] = {
-			{ "loop_rxp_single", loop_rxp_single },
-			{ "loop_rxp_bulk", loop_rxp_bulk },
-			{ "loop_rxp_put_shared", loop_rxp_put_shared },
-			{ "loop_glibc", loop_glibc },
-			{ "loop_glibc_bulk", loop_glibc_bulk },
-			{ "loop_mimalloc", loop_mimalloc },
-			{ "loop_mimalloc_bulk", loop_mimalloc_bulk },
-			{ "loop_jemalloc", loop_jemalloc },
+			{"loop_rxp_single", loop_rxp_single},
+			{"loop_rxp_bulk", loop_rxp_bulk},
+			{"loop_rxp_put_shared", loop_rxp_put_shared},
+			{"loop_glibc", loop_glibc},
+			{"loop_glibc_bulk", loop_glibc_bulk},
+			{"loop_mimalloc", loop_mimalloc},
+			{"loop_mimalloc_bulk", loop_mimalloc_bulk},
+			{"loop_jemalloc", loop_jemalloc},
 #ifdef RXP_HAVE_DPDK
-			{ "loop_dpdk_single", loop_dpdk_single },
-			{ "loop_dpdk_bulk", loop_dpdk_bulk },
+			{"loop_dpdk_single", loop_dpdk_single},
+			{"loop_dpdk_bulk", loop_dpdk_bulk},
 #endif
 		};
 		for (size_t i = 0; i < sizeof(loops) / sizeof(loops[0]); i++)
@@ -550,8 +557,8 @@ int main(int argc, char **argv)
 	}
 	/* Row 2 */
 	{
-		int kinds[] = { X_HANDOFF, X_DPDK, X_RXP_DEFER, X_RXP_SHARED, X_GLIBC, X_MIMALLOC,
-				X_JEMALLOC };
+		int kinds[] = {X_HANDOFF, X_DPDK,     X_RXP_DEFER, X_RXP_SHARED,
+			       X_GLIBC,	  X_MIMALLOC, X_JEMALLOC};
 		double res[8][64];
 		const char *g = "2 alloc on A, free on B";
 
@@ -582,18 +589,19 @@ int main(int argc, char **argv)
 			if ((kind == X_MIMALLOC && !mi_malloc_fn) ||
 			    (kind == X_JEMALLOC && !je_malloc_fn))
 				continue;
-			bench_add(&t, g, xnames[kind], "cycles/obj", bench_median(res[k], o.runs), 1,
+			bench_add(&t, g, xnames[kind], "cycles/obj", bench_median(res[k], o.runs),
+				  1,
 				  kind == X_DPDK || kind == X_HANDOFF ? NULL
-									  : "dpdk mempool cache256");
+								      : "dpdk mempool cache256");
 		}
 		/* the target is stated against glibc too */
 		for (size_t k = 0; k < 7; k++)
 			if (kinds[k] == X_RXP_DEFER)
-				bench_add(&t, "2 vs glibc malloc", "glibc malloc",
-					  "cycles/obj", bench_median(res[4], o.runs), 1, NULL),
-				bench_add(&t, "2 vs glibc malloc", "rxpath deferred free",
-					  "cycles/obj", bench_median(res[k], o.runs), 1,
-					  "glibc malloc");
+				bench_add(&t, "2 vs glibc malloc", "glibc malloc", "cycles/obj",
+					  bench_median(res[4], o.runs), 1, NULL),
+					bench_add(&t, "2 vs glibc malloc", "rxpath deferred free",
+						  "cycles/obj", bench_median(res[k], o.runs), 1,
+						  "glibc malloc");
 	}
 	{
 		struct rxp_pool_stats st;
@@ -608,7 +616,7 @@ int main(int argc, char **argv)
 	teardown_pools();
 
 	if (instr) {
-		struct bench_table ti = { .name = "pool_instr" };
+		struct bench_table ti = {.name = "pool_instr"};
 		char self[1024];
 		ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		long n = 100000;
@@ -619,14 +627,18 @@ int main(int argc, char **argv)
 			static const struct {
 				const char *g, *name, *loop, *base;
 			} iv[] = {
-				{ "1 single", "dpdk mempool cache256", "loop_dpdk_single", NULL },
-				{ "1 single", "rxpath pool cache256", "loop_rxp_single", "dpdk mempool cache256" },
-				{ "1 single", "glibc malloc", "loop_glibc", "dpdk mempool cache256" },
-				{ "1 single", "mimalloc", "loop_mimalloc", "dpdk mempool cache256" },
-				{ "1 bulk32", "dpdk mempool cache256", "loop_dpdk_bulk", NULL },
-				{ "1 bulk32", "rxpath pool cache256", "loop_rxp_bulk", "dpdk mempool cache256" },
-				{ "3 same-thread free", "free to shared ring", "loop_rxp_put_shared", NULL },
-				{ "3 same-thread free", "free to local cache", "loop_rxp_single", "free to shared ring" },
+				{"1 single", "dpdk mempool cache256", "loop_dpdk_single", NULL},
+				{"1 single", "rxpath pool cache256", "loop_rxp_single",
+				 "dpdk mempool cache256"},
+				{"1 single", "glibc malloc", "loop_glibc", "dpdk mempool cache256"},
+				{"1 single", "mimalloc", "loop_mimalloc", "dpdk mempool cache256"},
+				{"1 bulk32", "dpdk mempool cache256", "loop_dpdk_bulk", NULL},
+				{"1 bulk32", "rxpath pool cache256", "loop_rxp_bulk",
+				 "dpdk mempool cache256"},
+				{"3 same-thread free", "free to shared ring", "loop_rxp_put_shared",
+				 NULL},
+				{"3 same-thread free", "free to local cache", "loop_rxp_single",
+				 "free to shared ring"},
 			};
 			for (size_t i = 0; i < sizeof(iv) / sizeof(iv[0]); i++) {
 				long ir = instr_count(self, iv[i].loop, n);

@@ -149,8 +149,7 @@ static double run_frag(unsigned iters, uint32_t mtu)
 
 	memset(payload, 0x5a, sizeof(payload));
 	/* Built once: the sender's message exists before it is fragmented. */
-	msg = rxp_tipc_msg_new(pp, 0, RXP_TIPC_DIRECT_MSG, 40, 1, 2, 7, payload,
-			       sizeof(payload));
+	msg = rxp_tipc_msg_new(pp, 0, RXP_TIPC_DIRECT_MSG, 40, 1, 2, 7, payload, sizeof(payload));
 	rxp_tipc_link_init(&l, pp);
 	rxp_tipc_link_bind(&l, RXP_TIPC_PORT_ANY, sink_copy, NULL);
 	t0 = bench_now_ns();
@@ -197,7 +196,13 @@ static void drop(struct rxp_pkt *p, enum rxp_drop_reason r)
 static void checked_dispatch(struct rxp_pkt *in)
 {
 	switch (rxp_tipc_user(in->data)) {
-	case 0: case 1: case 2: case 3: case 8: case 9: case 11:
+	case 0:
+	case 1:
+	case 2:
+	case 3:
+	case 8:
+	case 9:
+	case 11:
 		sink(NULL, in);
 		return;
 	case RXP_TIPC_MSG_BUNDLER:
@@ -222,11 +227,19 @@ static void checked_dispatch(struct rxp_pkt *in)
 static bool unchecked_data_input(struct rxp_pkt *in)
 {
 	switch (rxp_tipc_user(in->data)) {
-	case 0: case 1: case 2: case 3: case 8: case 9: case 11:
+	case 0:
+	case 1:
+	case 2:
+	case 3:
+	case 8:
+	case 9:
+	case 11:
 		sink(NULL, in);
 		return true;
-	case RXP_TIPC_MSG_BUNDLER: case RXP_TIPC_MSG_FRAGMENTER:
-	case RXP_TIPC_TUNNEL_PROTOCOL: case RXP_TIPC_BCAST_PROTOCOL:
+	case RXP_TIPC_MSG_BUNDLER:
+	case RXP_TIPC_MSG_FRAGMENTER:
+	case RXP_TIPC_TUNNEL_PROTOCOL:
+	case RXP_TIPC_BCAST_PROTOCOL:
 		return false;
 	default:
 		rxp_pkt_drop(in, RXP_DROP_TIPC_USER);
@@ -236,30 +249,30 @@ static bool unchecked_data_input(struct rxp_pkt *in)
 
 /* Walk a linear bundle, copy out and validate each inner message, dispatch.
  * Identical in both variants except for the dispatch call. */
-#define EXTRACT_LOOP(name, DISPATCH)                                               \
-	__attribute__((noinline)) void name(struct rxp_pkt *b);                    \
-	__attribute__((noinline)) void name(struct rxp_pkt *b)                     \
-	{                                                                          \
+#define EXTRACT_LOOP(name, DISPATCH)                                                  \
+	__attribute__((noinline)) void name(struct rxp_pkt *b);                       \
+	__attribute__((noinline)) void name(struct rxp_pkt *b)                        \
+	{                                                                             \
 		uint32_t pos = rxp_tipc_hsize(b->data), end = rxp_tipc_size(b->data); \
-		while (end - pos >= RXP_TIPC_MIN_H_SIZE) {                         \
-			uint32_t isz = rxp_tipc_size(b->data + pos);               \
-			struct rxp_pkt *in;                                        \
-			if (isz < RXP_TIPC_MIN_H_SIZE || isz > end - pos)          \
-				break;                                             \
-			in = rxp_pkt_alloc(pp, isz);                               \
-			if (!in)                                                   \
-				break;                                             \
-			memcpy(rxp_pkt_put(in, isz), b->data + pos, isz);          \
-			if (rxp_tipc_validate(in->data, in->len)) {                \
-				rxp_pkt_drop(in, RXP_DROP_TIPC_HDR);               \
-				break;                                             \
-			}                                                          \
-			DISPATCH;                                                  \
-			pos += (isz + 3) & ~3u;                                    \
-			if (pos > end)                                             \
-				pos = end;                                         \
-		}                                                                  \
-		rxp_pkt_consume(b);                                                \
+		while (end - pos >= RXP_TIPC_MIN_H_SIZE) {                            \
+			uint32_t isz = rxp_tipc_size(b->data + pos);                  \
+			struct rxp_pkt *in;                                           \
+			if (isz < RXP_TIPC_MIN_H_SIZE || isz > end - pos)             \
+				break;                                                \
+			in = rxp_pkt_alloc(pp, isz);                                  \
+			if (!in)                                                      \
+				break;                                                \
+			memcpy(rxp_pkt_put(in, isz), b->data + pos, isz);             \
+			if (rxp_tipc_validate(in->data, in->len)) {                   \
+				rxp_pkt_drop(in, RXP_DROP_TIPC_HDR);                  \
+				break;                                                \
+			}                                                             \
+			DISPATCH;                                                     \
+			pos += (isz + 3) & ~3u;                                       \
+			if (pos > end)                                                \
+				pos = end;                                            \
+		}                                                                     \
+		rxp_pkt_consume(b);                                                   \
 	}
 
 EXTRACT_LOOP(bench_tipc_extract_checked, checked_dispatch(in))
@@ -348,8 +361,8 @@ static double callgrind_ir(const char *self, const char *variant, const char *fn
 
 static void pool_init(void)
 {
-	struct rxp_pktpool_config c = { .name = "bench_tipc", .n_pkts = 8192, .n_bufs = 8192,
-					.n_large = 64 };
+	struct rxp_pktpool_config c = {
+		.name = "bench_tipc", .n_pkts = 8192, .n_bufs = 8192, .n_large = 64};
 
 	pp = rxp_pktpool_create(&c);
 	if (!pp)
@@ -359,7 +372,7 @@ static void pool_init(void)
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
-	struct bench_table t = { .name = "tipc" };
+	struct bench_table t = {.name = "tipc"};
 	int callgrind = 0;
 	double v[7][64];
 
@@ -374,8 +387,7 @@ int main(int argc, char **argv)
 			argc--;
 			break;
 		}
-	bench_parse(argc, argv,
-		    &o, "tipc",
+	bench_parse(argc, argv, &o, "tipc",
 		    "TIPC bundling/extraction of 64-byte messages (msgs/s), fragmentation +\n"
 		    "reassembly of 64 KiB messages (GB/s) beside memcpy, and with --callgrind\n"
 		    "the instructions per message of the dispatch with and without the\n"
@@ -424,7 +436,8 @@ int main(int argc, char **argv)
 		double fr = callgrind_ir(argv[0], "frag", "bench_tipc_frag_one", n / 10);
 
 		if (un < 0 || ch < 0 || lib < 0 || fr < 0) {
-			fprintf(stderr, "bench tipc: callgrind run failed (is valgrind installed?)\n");
+			fprintf(stderr,
+				"bench tipc: callgrind run failed (is valgrind installed?)\n");
 		} else {
 			bench_add(&t, "dispatch Ir/msg (callgrind)", "unchecked (seed shape)",
 				  "Ir/msg", un, 1, NULL);

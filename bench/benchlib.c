@@ -14,9 +14,9 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 		 const char *description)
 {
 	static const struct option lo[] = {
-		{ "runs", required_argument, 0, 'r' },   { "quick", no_argument, 0, 'q' },
-		{ "outdir", required_argument, 0, 'o' }, { "threads", required_argument, 0, 't' },
-		{ "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
+		{"runs", required_argument, 0, 'r'},   {"quick", no_argument, 0, 'q'},
+		{"outdir", required_argument, 0, 'o'}, {"threads", required_argument, 0, 't'},
+		{"help", no_argument, 0, 'h'},	       {0, 0, 0, 0},
 	};
 	int c;
 
@@ -45,10 +45,12 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 		case 'h':
 			printf("usage: rxpath bench %s [--runs N] [--quick] [--outdir DIR] "
 			       "[--threads N]\n\n%s\n\n"
-			       "  --runs N     repetitions per variant, median reported (default 7, min 5)\n"
+			       "  --runs N     repetitions per variant, median reported (default "
+			       "7, min 5)\n"
 			       "  --quick      fewer iterations per run\n"
 			       "  --outdir DIR write DIR/%s.csv (and plots)\n"
-			       "  --threads N  most threads for scaling rows (default: online CPUs)\n",
+			       "  --threads N  most threads for scaling rows (default: online "
+			       "CPUs)\n",
 			       name, description, name);
 			exit(0);
 		default:
@@ -129,8 +131,7 @@ void bench_report(struct bench_table *t, const struct bench_opts *o)
 		if (csv)
 			fprintf(csv, "group,variant,median,unit,ratio_to_baseline\n");
 	}
-	printf("%-34s %-36s %12s %-8s %s\n", "group", "variant", "median", "unit",
-	       "vs baseline");
+	printf("%-34s %-36s %12s %-8s %s\n", "group", "variant", "median", "unit", "vs baseline");
 	for (int i = 0; i < t->n; i++) {
 		struct bench_row *r = &t->rows[i];
 		char ratio[48] = "-";

@@ -11,10 +11,10 @@
 #include <x86intrin.h>
 
 struct bench_opts {
-	int runs;           /* repetitions; the median is reported (>= 5) */
-	int quick;          /* smaller iteration counts */
+	int runs; /* repetitions; the median is reported (>= 5) */
+	int quick; /* smaller iteration counts */
 	const char *outdir; /* where CSV/PNG go; NULL: none */
-	int threads_max;    /* for scaling benchmarks; 0: online CPUs */
+	int threads_max; /* for scaling benchmarks; 0: online CPUs */
 };
 
 /* Parses --runs N, --quick, --outdir DIR, --threads N, --help. Exits on
@@ -33,11 +33,11 @@ double bench_tsc_ghz(void);
 double bench_median(double *v, int n);
 
 struct bench_row {
-	char group[48];   /* rows with the same group share a baseline */
+	char group[48]; /* rows with the same group share a baseline */
 	char variant[64];
 	char unit[16];
 	double median;
-	double baseline;  /* 0: this row is the baseline or has none */
+	double baseline; /* 0: this row is the baseline or has none */
 	int lower_is_better;
 };
 

@@ -28,12 +28,16 @@ int main(void)
 {
 	struct rxp_pktpool *pool = rxp_pktpool_create(NULL); /* defaults: 4096 packets */
 	struct rxp_gen_config traffic = {
-		.seed = 1, .count = 1000, .max_payload = 30000, .ipv6_pct = 50, .mtu = 1500,
+		.seed = 1,
+		.count = 1000,
+		.max_payload = 30000,
+		.ipv6_pct = 50,
+		.mtu = 1500,
 	};
-	struct rxp_sim_config nic = { .nqueues = 1, .gen = &traffic };
+	struct rxp_sim_config nic = {.nqueues = 1, .gen = &traffic};
 	struct rxp_dev *dev = rxp_sim_open(&nic, pool);
 	struct rxp_worker_group *g = rxp_worker_group_create(&(struct rxp_worker_config){
-		.nworkers = 1, .dev = dev, .pp = pool, .on_datagram = on_datagram });
+		.nworkers = 1, .dev = dev, .pp = pool, .on_datagram = on_datagram});
 	uint64_t leaked;
 
 	if (!pool || !dev || !g)

@@ -12,14 +12,14 @@ struct rxp_command {
 	int (*main)(int argc, char **argv); /* argv[0] is the command name */
 };
 
-#define RXP_COMMAND(ident, cname, csummary, fn)                                \
-	static const struct rxp_command rxp_cmd_##ident                        \
-		__attribute__((used, section("rxp_cmds"), aligned(8))) = {     \
-			.name = cname, .summary = csummary, .main = fn }
+#define RXP_COMMAND(ident, cname, csummary, fn)                            \
+	static const struct rxp_command rxp_cmd_##ident                    \
+		__attribute__((used, section("rxp_cmds"), aligned(8))) = { \
+			.name = cname, .summary = csummary, .main = fn}
 
 /* Exit statuses shared by the commands. */
 #define RXP_EXIT_OK 0
-#define RXP_EXIT_FAIL 1  /* the job ran and found a problem (leak, corruption) */
+#define RXP_EXIT_FAIL 1 /* the job ran and found a problem (leak, corruption) */
 #define RXP_EXIT_USAGE 2 /* bad option or unreadable input */
 
 #endif

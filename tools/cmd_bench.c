@@ -16,13 +16,13 @@
 
 #include "cmd.h"
 
-static const char *const known[] = { "pool", "ring", "defrag", "goodput", "ipid", "tipc" };
+static const char *const known[] = {"pool", "ring", "defrag", "goodput", "ipid", "tipc"};
 
 static int find_bench(const char *name, char *path, size_t n)
 {
 	char self[PATH_MAX / 2];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	const char *fmts[] = { "%s/rxpath-bench-%s", "%s/../libexec/rxpath/rxpath-bench-%s" };
+	const char *fmts[] = {"%s/rxpath-bench-%s", "%s/../libexec/rxpath/rxpath-bench-%s"};
 	char *slash;
 
 	if (len <= 0)

@@ -62,10 +62,23 @@ static int parse_bytes(const char *s, uint64_t *v)
 	if (errno || end == s || s[0] == '-')
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': x <<= 10; end++; break;
-	case 'm': case 'M': x <<= 20; end++; break;
-	case 'g': case 'G': x <<= 30; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		x <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		x <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		x <<= 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end || x == 0 || x > (1ull << 40))
 		return -1;
@@ -135,12 +148,13 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 		fprintf(stderr,
 			"{\"policy\":\"%s\",\"packets_in\":%" PRIu64 ",\"passed\":%" PRIu64
 			",\"reassembled\":%" PRIu64 ",\"kept_fragments\":%" PRIu64
-			",\"alloc_fail\":%" PRIu64 ",\"ReasmReqds\":%" PRIu64 ",\"ReasmOKs\":%" PRIu64
-			",\"ReasmFails\":%" PRIu64 ",\"ReasmTimeout\":%" PRIu64
-			",\"ReasmOverlaps\":%" PRIu64 ",\"evictions\":%" PRIu64
-			",\"duplicates\":%" PRIu64 ",\"policy_overlaps\":%" PRIu64
-			",\"invalid\":%" PRIu64 ",\"mem_drops\":%" PRIu64
-			",\"max_dist_flushes\":%" PRIu64 ",\"mem_high_water\":%" PRIu64 ",\"drops\":{",
+			",\"alloc_fail\":%" PRIu64 ",\"ReasmReqds\":%" PRIu64
+			",\"ReasmOKs\":%" PRIu64 ",\"ReasmFails\":%" PRIu64
+			",\"ReasmTimeout\":%" PRIu64 ",\"ReasmOverlaps\":%" PRIu64
+			",\"evictions\":%" PRIu64 ",\"duplicates\":%" PRIu64
+			",\"policy_overlaps\":%" PRIu64 ",\"invalid\":%" PRIu64
+			",\"mem_drops\":%" PRIu64 ",\"max_dist_flushes\":%" PRIu64
+			",\"mem_high_water\":%" PRIu64 ",\"drops\":{",
 			rxp_defrag_policy_name(pol), c->in, c->out_pass, c->out_reasm, c->out_kept,
 			c->alloc_fail, k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout,
 			k.ReasmOverlaps, k.evictions, k.duplicates, k.policy_overlaps, k.invalid,
@@ -179,17 +193,17 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 static int defrag_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "forward", no_argument, NULL, 'f' },
-		{ "mem-limit", required_argument, NULL, 'm' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "keep-incomplete", no_argument, NULL, 'k' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"policy", required_argument, NULL, 'p'},
+		{"forward", no_argument, NULL, 'f'},
+		{"mem-limit", required_argument, NULL, 'm'},
+		{"timeout", required_argument, NULL, 't'},
+		{"keep-incomplete", no_argument, NULL, 'k'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	struct rxp_defrag_config cfg = { 0 };
-	struct dctx c = { 0 };
+	struct rxp_defrag_config cfg = {0};
+	struct dctx c = {0};
 	bool json = false, keep = false;
 	char errbuf[PCAP_ERRBUF_SIZE];
 	pcap_t *in = NULL, *outp = NULL;
@@ -254,8 +268,10 @@ static int defrag_main(int argc, char **argv)
 	}
 	dlt = pcap_datalink(in);
 	if (dlt != DLT_EN10MB && dlt != DLT_RAW && dlt != DLT_IPV4 && dlt != DLT_IPV6) {
-		fprintf(stderr, "rxpath defrag: %s: unsupported link type %s (need Ethernet or raw IP)\n",
-			argv[optind], pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
+		fprintf(stderr,
+			"rxpath defrag: %s: unsupported link type %s (need Ethernet or raw IP)\n",
+			argv[optind],
+			pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
 		goto out;
 	}
 	outp = pcap_open_dead_with_tstamp_precision(dlt, 262144, PCAP_TSTAMP_PRECISION_NANO);
@@ -271,7 +287,8 @@ static int defrag_main(int argc, char **argv)
 		uint64_t ml = cfg.mem_limit ? cfg.mem_limit : (4u << 20);
 		uint64_t np = ml / 2048 + 4096;
 		struct rxp_pktpool_config pc = {
-			.name = "defrag", .n_pkts = (unsigned)(np > (1u << 18) ? (1u << 18) : np),
+			.name = "defrag",
+			.n_pkts = (unsigned)(np > (1u << 18) ? (1u << 18) : np),
 			.n_large = 256,
 		};
 

@@ -214,21 +214,24 @@ static void summary_text(FILE *f, const struct totals *t, double el, uint64_t pk
 		U(t->dev.rx_no_buffer), U(t->dev.zero_len_descs), U(t->dev.rx_dropped));
 	fprintf(f, "  page pool   fast %llu, slow %llu, recycled %llu, waived %llu\n",
 		U(t->dev.pp_fast), U(t->dev.pp_slow), U(t->dev.pp_recycled), U(t->dev.pp_waived));
-	fprintf(f, "  reassembly  ReasmReqds %llu ReasmOKs %llu ReasmFails %llu ReasmTimeout %llu "
-		   "ReasmOverlaps %llu\n",
+	fprintf(f,
+		"  reassembly  ReasmReqds %llu ReasmOKs %llu ReasmFails %llu ReasmTimeout %llu "
+		"ReasmOverlaps %llu\n",
 		U(t->reasm.ReasmReqds), U(t->reasm.ReasmOKs), U(t->reasm.ReasmFails),
 		U(t->reasm.ReasmTimeout), U(t->reasm.ReasmOverlaps));
 	fprintf(f, "              duplicates %llu evictions %llu mem_high_water %llu\n",
 		U(t->reasm.duplicates), U(t->reasm.evictions), U(t->reasm.mem_high_water));
-	fprintf(f, "  tipc        packets %llu bundles %llu bundled %llu fragments %llu "
-		   "reassembled %llu delivered %llu drops %llu\n",
+	fprintf(f,
+		"  tipc        packets %llu bundles %llu bundled %llu fragments %llu "
+		"reassembled %llu delivered %llu drops %llu\n",
 		U(t->tipc.packets), U(t->tipc.bundles), U(t->tipc.bundled_msgs),
 		U(t->tipc.fragments), U(t->tipc.reassembled), U(t->tipc.delivered),
 		U(t->tipc.drops));
 	fprintf(f, "  drops by reason:\n");
 	for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 		if (t->pool.drops[r])
-			fprintf(f, "    %-28s %llu\n", rxp_drop_reason_name(r), U(t->pool.drops[r]));
+			fprintf(f, "    %-28s %llu\n", rxp_drop_reason_name(r),
+				U(t->pool.drops[r]));
 	fprintf(f, "  outstanding packets %llu, pages %llu\n", U(pkts_out), U(pages_out));
 }
 
@@ -237,9 +240,10 @@ static void summary_json(FILE *f, const struct totals *t, double el, uint64_t pk
 {
 	bool first = true;
 
-	fprintf(f, "{\"seconds\":%.3f,\"frames\":%llu,\"rx_bytes\":%llu,\"datagrams\":%llu,"
-		   "\"datagram_bytes\":%llu,\"messages\":%llu,\"corrupted\":%llu,"
-		   "\"unverified\":%llu,\"packets_outstanding\":%llu,\"pages_outstanding\":%llu,",
+	fprintf(f,
+		"{\"seconds\":%.3f,\"frames\":%llu,\"rx_bytes\":%llu,\"datagrams\":%llu,"
+		"\"datagram_bytes\":%llu,\"messages\":%llu,\"corrupted\":%llu,"
+		"\"unverified\":%llu,\"packets_outstanding\":%llu,\"pages_outstanding\":%llu,",
 		el, U(t->w.rx_frames), U(t->w.rx_bytes), U(t->w.datagrams), U(t->w.datagram_bytes),
 		U(t->w.messages), U(t->corrupted), U(t->unverified), U(pkts_out), U(pages_out));
 	fprintf(f, "\"drops\":{");
@@ -251,29 +255,36 @@ static void summary_json(FILE *f, const struct totals *t, double el, uint64_t pk
 		first = false;
 	}
 	fprintf(f, "},");
-	fprintf(f, "\"reasm\":{\"ReasmReqds\":%llu,\"ReasmOKs\":%llu,\"ReasmFails\":%llu,"
-		   "\"ReasmTimeout\":%llu,\"ReasmOverlaps\":%llu,\"evictions\":%llu,"
-		   "\"duplicates\":%llu,\"policy_overlaps\":%llu,\"invalid\":%llu,"
-		   "\"mem_high_water\":%llu},",
+	fprintf(f,
+		"\"reasm\":{\"ReasmReqds\":%llu,\"ReasmOKs\":%llu,\"ReasmFails\":%llu,"
+		"\"ReasmTimeout\":%llu,\"ReasmOverlaps\":%llu,\"evictions\":%llu,"
+		"\"duplicates\":%llu,\"policy_overlaps\":%llu,\"invalid\":%llu,"
+		"\"mem_high_water\":%llu},",
 		U(t->reasm.ReasmReqds), U(t->reasm.ReasmOKs), U(t->reasm.ReasmFails),
 		U(t->reasm.ReasmTimeout), U(t->reasm.ReasmOverlaps), U(t->reasm.evictions),
 		U(t->reasm.duplicates), U(t->reasm.policy_overlaps), U(t->reasm.invalid),
 		U(t->reasm.mem_high_water));
-	fprintf(f, "\"tipc\":{\"packets\":%llu,\"bundles\":%llu,\"bundled_msgs\":%llu,"
-		   "\"fragments\":%llu,\"reassembled\":%llu,\"delivered\":%llu,\"drops\":%llu},",
+	fprintf(f,
+		"\"tipc\":{\"packets\":%llu,\"bundles\":%llu,\"bundled_msgs\":%llu,"
+		"\"fragments\":%llu,\"reassembled\":%llu,\"delivered\":%llu,\"drops\":%llu},",
 		U(t->tipc.packets), U(t->tipc.bundles), U(t->tipc.bundled_msgs),
 		U(t->tipc.fragments), U(t->tipc.reassembled), U(t->tipc.delivered),
 		U(t->tipc.drops));
-	fprintf(f, "\"ip\":{\"InReceives\":%llu,\"InHdrErrors\":%llu,\"InCsumErrors\":%llu,"
-		   "\"InTruncatedPkts\":%llu,\"InDelivers\":%llu},",
-		U(t->ip4.InReceives + t->ip6.InReceives), U(t->ip4.InHdrErrors + t->ip6.InHdrErrors),
-		U(t->ip4.InCsumErrors), U(t->ip4.InTruncatedPkts + t->ip6.InTruncatedPkts),
+	fprintf(f,
+		"\"ip\":{\"InReceives\":%llu,\"InHdrErrors\":%llu,\"InCsumErrors\":%llu,"
+		"\"InTruncatedPkts\":%llu,\"InDelivers\":%llu},",
+		U(t->ip4.InReceives + t->ip6.InReceives),
+		U(t->ip4.InHdrErrors + t->ip6.InHdrErrors), U(t->ip4.InCsumErrors),
+		U(t->ip4.InTruncatedPkts + t->ip6.InTruncatedPkts),
 		U(t->ip4.InDelivers + t->ip6.InDelivers));
-	fprintf(f, "\"udp\":{\"InDatagrams\":%llu,\"NoPorts\":%llu,\"InErrors\":%llu,"
-		   "\"InCsumErrors\":%llu},",
-		U(t->udp.InDatagrams), U(t->udp.NoPorts), U(t->udp.InErrors), U(t->udp.InCsumErrors));
-	fprintf(f, "\"device\":{\"rx_no_buffer\":%llu,\"zero_len_descs\":%llu,\"pp_fast\":%llu,"
-		   "\"pp_slow\":%llu,\"pp_recycled\":%llu}}\n",
+	fprintf(f,
+		"\"udp\":{\"InDatagrams\":%llu,\"NoPorts\":%llu,\"InErrors\":%llu,"
+		"\"InCsumErrors\":%llu},",
+		U(t->udp.InDatagrams), U(t->udp.NoPorts), U(t->udp.InErrors),
+		U(t->udp.InCsumErrors));
+	fprintf(f,
+		"\"device\":{\"rx_no_buffer\":%llu,\"zero_len_descs\":%llu,\"pp_fast\":%llu,"
+		"\"pp_slow\":%llu,\"pp_recycled\":%llu}}\n",
 		U(t->dev.rx_no_buffer), U(t->dev.zero_len_descs), U(t->dev.pp_fast),
 		U(t->dev.pp_slow), U(t->dev.pp_recycled));
 }
@@ -285,8 +296,8 @@ static void log_to_stderr(enum rxp_log_level lvl, const char *msg, void *arg)
 		fprintf(stderr, "rxpath: %s\n", msg);
 }
 
-static struct rxp_dev *open_input(const char *pcap, const char *iface, unsigned nw,
-				  uint64_t seed, struct rxp_pktpool *pp, bool *verify)
+static struct rxp_dev *open_input(const char *pcap, const char *iface, unsigned nw, uint64_t seed,
+				  struct rxp_pktpool *pp, bool *verify)
 {
 	struct rxp_dev *dev;
 
@@ -298,8 +309,8 @@ static struct rxp_dev *open_input(const char *pcap, const char *iface, unsigned 
 		return dev;
 	}
 	if (iface) {
-		struct rxp_afxdp_config xc = { .ifname = iface, .nqueues = 1 };
-		struct rxp_afpacket_config ac = { .ifname = iface, .nqueues = nw };
+		struct rxp_afxdp_config xc = {.ifname = iface, .nqueues = 1};
+		struct rxp_afpacket_config ac = {.ifname = iface, .nqueues = nw};
 
 		setenv("LIBXDP_SKIP_DISPATCHER", "1", 0);
 		dev = rxp_afxdp_open(&xc, pp);
@@ -325,7 +336,8 @@ static struct rxp_dev *open_input(const char *pcap, const char *iface, unsigned 
 		*verify = true;
 		dev = rxp_sim_open(&sc, pp);
 		if (!dev)
-			fprintf(stderr, "rxpath run: cannot start the sim NIC: %s\n", strerror(errno));
+			fprintf(stderr, "rxpath run: cannot start the sim NIC: %s\n",
+				strerror(errno));
 		return dev;
 	}
 }
@@ -333,12 +345,12 @@ static struct rxp_dev *open_input(const char *pcap, const char *iface, unsigned 
 static int run_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "workers", required_argument, 0, 'w' }, { "frames", required_argument, 0, 'n' },
-		{ "duration", required_argument, 0, 'd' }, { "seed", required_argument, 0, 's' },
-		{ "pcap", required_argument, 0, 'P' },    { "iface", required_argument, 0, 'I' },
-		{ "write", required_argument, 0, 'W' },   { "mem-limit", required_argument, 0, 'M' },
-		{ "quiet", no_argument, 0, 'q' },         { "json", no_argument, 0, 'J' },
-		{ "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
+		{"workers", required_argument, 0, 'w'},	 {"frames", required_argument, 0, 'n'},
+		{"duration", required_argument, 0, 'd'}, {"seed", required_argument, 0, 's'},
+		{"pcap", required_argument, 0, 'P'},	 {"iface", required_argument, 0, 'I'},
+		{"write", required_argument, 0, 'W'},	 {"mem-limit", required_argument, 0, 'M'},
+		{"quiet", no_argument, 0, 'q'},		 {"json", no_argument, 0, 'J'},
+		{"help", no_argument, 0, 'h'},		 {0, 0, 0, 0},
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned nw = ncpu > 0 ? (unsigned)ncpu : 1;
@@ -346,7 +358,7 @@ static int run_main(int argc, char **argv)
 	double duration = 0;
 	const char *pcap = NULL, *iface = NULL, *write = NULL;
 	bool quiet = false, json = false;
-	struct run_ctx ctx = { .wlock = PTHREAD_MUTEX_INITIALIZER };
+	struct run_ctx ctx = {.wlock = PTHREAD_MUTEX_INITIALIZER};
 	struct rxp_pktpool *pp;
 	struct rxp_dev *dev;
 	struct rxp_worker_group *g;
@@ -362,7 +374,8 @@ static int run_main(int argc, char **argv)
 		case 'w':
 			nw = (unsigned)strtoul(optarg, &end, 10);
 			if (*end || nw < 1 || nw > RXP_WORKER_MAX) {
-				fprintf(stderr, "rxpath run: --workers takes 1..%d\n", RXP_WORKER_MAX);
+				fprintf(stderr, "rxpath run: --workers takes 1..%d\n",
+					RXP_WORKER_MAX);
 				return RXP_EXIT_USAGE;
 			}
 			break;
@@ -419,16 +432,17 @@ static int run_main(int argc, char **argv)
 	}
 	if (optind < argc || (pcap && iface)) {
 		fprintf(stderr, "rxpath run: %s\n",
-			optind < argc ? "unexpected argument" : "--pcap and --iface exclude each other");
+			optind < argc ? "unexpected argument"
+				      : "--pcap and --iface exclude each other");
 		usage(stderr);
 		return RXP_EXIT_USAGE;
 	}
 	if (iface && !duration)
 		duration = 10; /* live input has no end */
 	rxp_set_log(log_to_stderr, NULL);
-	wl_cfg = (struct rxp_workload_config){ .seed = seed, .frames = frames };
+	wl_cfg = (struct rxp_workload_config){.seed = seed, .frames = frames};
 	pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "run", .n_pkts = 16384 * nw, .n_bufs = 8192 * nw, .n_large = 64 * nw });
+		.name = "run", .n_pkts = 16384 * nw, .n_bufs = 8192 * nw, .n_large = 64 * nw});
 	if (!pp) {
 		fprintf(stderr, "rxpath run: cannot create the packet pool: %s\n", strerror(errno));
 		return RXP_EXIT_FAIL;
@@ -441,7 +455,8 @@ static int run_main(int argc, char **argv)
 	if (write) {
 		ctx.writer = rxp_pcap_writer_open(write, true);
 		if (!ctx.writer) {
-			fprintf(stderr, "rxpath run: cannot write %s: %s\n", write, strerror(errno));
+			fprintf(stderr, "rxpath run: cannot write %s: %s\n", write,
+				strerror(errno));
 			rxp_dev_close(dev);
 			rxp_pktpool_destroy(pp);
 			return RXP_EXIT_USAGE;
@@ -454,7 +469,7 @@ static int run_main(int argc, char **argv)
 		.nworkers = nw,
 		.dev = dev,
 		.pp = pp,
-		.defrag = { .mem_limit = mem_limit },
+		.defrag = {.mem_limit = mem_limit},
 		.tipc = true,
 		.on_datagram = on_datagram,
 		.on_message = on_message,
@@ -510,8 +525,9 @@ static int run_main(int argc, char **argv)
 		else
 			summary_text(stdout, &t, el, pkts_out, pages_out);
 		if (pkts_out || pages_out || t.corrupted) {
-			fprintf(stderr, "rxpath run: FAILED: %llu packets and %llu pages outstanding, "
-					"%llu corrupted payloads\n",
+			fprintf(stderr,
+				"rxpath run: FAILED: %llu packets and %llu pages outstanding, "
+				"%llu corrupted payloads\n",
 				U(pkts_out), U(pages_out), U(t.corrupted));
 			rc = RXP_EXIT_FAIL;
 		}

@@ -93,9 +93,9 @@ static void add(struct rxp_pktpool *pp, struct rxp_pkt_queue *q, unsigned user, 
 
 static int cmd_tipc(int argc, char **argv)
 {
-	struct rxp_pktpool_config c = { .name = "tipc", .n_pkts = 1024, .n_large = 32 };
-	struct rxp_tipc_udp_peer peer = { .saddr = htonl(0x0a000101), .daddr = htonl(0x0a000102),
-					  .mtu = 1500 };
+	struct rxp_pktpool_config c = {.name = "tipc", .n_pkts = 1024, .n_large = 32};
+	struct rxp_tipc_udp_peer peer = {
+		.saddr = htonl(0x0a000101), .daddr = htonl(0x0a000102), .mtu = 1500};
 	struct rxp_pkt_queue msgs, out;
 	struct rxp_tipc_link l;
 	struct rxp_pktpool *pp;
@@ -116,14 +116,14 @@ static int cmd_tipc(int argc, char **argv)
 		return RXP_EXIT_FAIL;
 	rxp_pkt_queue_init(&msgs);
 	rxp_pkt_queue_init(&out);
-	for (unsigned i = 0; i < 12; i++)              /* bundled */
+	for (unsigned i = 0; i < 12; i++) /* bundled */
 		add(pp, &msgs, i & 3, i & 1 ? 24 : 40, 40 + i * 7, 100 + i);
-	add(pp, &msgs, 2, 40, 5000, 200);                /* fragmented */
-	add(pp, &msgs, 1, 40, 1300, 201);                /* lone: no room to bundle */
-	add(pp, &msgs, 3, 40, 20000, 202);               /* fragmented */
+	add(pp, &msgs, 2, 40, 5000, 200); /* fragmented */
+	add(pp, &msgs, 1, 40, 1300, 201); /* lone: no room to bundle */
+	add(pp, &msgs, 3, 40, 20000, 202); /* fragmented */
 	add(pp, &msgs, RXP_TIPC_CONN_MANAGER, 40, 8, 203); /* bundled */
 	add(pp, &msgs, RXP_TIPC_NAME_DISTRIBUTOR, 40, 20, 0);
-	add(pp, &msgs, 0, 24, 1400, 204);                /* lone */
+	add(pp, &msgs, 0, 24, 1400, 204); /* lone */
 	n = rxp_tipc_udp_build(pp, &peer, &msgs, &out);
 	if (n < 0) {
 		fprintf(stderr, "rxpath tipc: build failed: %s\n", strerror(-n));
@@ -140,10 +140,10 @@ static int cmd_tipc(int argc, char **argv)
 	rxp_tipc_link_set_node_sink(&l, sink, NULL);
 	while ((d = rxp_pkt_dequeue(&out))) {
 		static uint8_t frameb[RXP_ETH_HLEN + 65536];
-		struct pcap_pkthdr ph = { .caplen = RXP_ETH_HLEN + d->len,
-					  .len = RXP_ETH_HLEN + d->len };
-		static const uint8_t eth[RXP_ETH_HLEN] = { 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1,
-							   0x08, 0x00 };
+		struct pcap_pkthdr ph = {.caplen = RXP_ETH_HLEN + d->len,
+					 .len = RXP_ETH_HLEN + d->len};
+		static const uint8_t eth[RXP_ETH_HLEN] = {2, 0, 0, 0, 0, 2,    2,
+							  0, 0, 0, 0, 1, 0x08, 0x00};
 
 		ph.ts.tv_sec = 1700000000;
 		ph.ts.tv_usec = (suseconds_t)frame;

@@ -30,9 +30,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		if (argc > 2 && strcmp(argv[1], "help") == 0) {
-			char *hargv[] = { argv[2], "--help", NULL };
+			char *hargv[] = {argv[2], "--help", NULL};
 
-			for (const struct rxp_command *c = __start_rxp_cmds; c < __stop_rxp_cmds; c++)
+			for (const struct rxp_command *c = __start_rxp_cmds; c < __stop_rxp_cmds;
+			     c++)
 				if (!strcmp(c->name, argv[2]))
 					return c->main(2, hargv);
 		}

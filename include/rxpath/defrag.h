@@ -126,13 +126,13 @@ typedef void (*rxp_defrag_discard_fn)(void *arg, const struct rxp_pkt *pkt);
 struct rxp_defrag_config {
 	enum rxp_defrag_policy policy;
 	enum rxp_defrag_pressure pressure;
-	bool forward;             /* keep fragment boundaries (frag_list) */
-	uint64_t mem_limit;       /* bytes of truesize; 0: 4 MiB */
-	uint32_t max_queues;      /* 0: 8192 */
-	uint64_t timeout_v4_ns;   /* 0: 30 s */
-	uint64_t timeout_v6_ns;   /* 0: 60 s */
-	int max_dist;             /* IPv4 per source; 0: 64; <0: off */
-	uint32_t zone;            /* key zone for rxp_defrag() (VRF / VLAN / ifindex) */
+	bool forward; /* keep fragment boundaries (frag_list) */
+	uint64_t mem_limit; /* bytes of truesize; 0: 4 MiB */
+	uint32_t max_queues; /* 0: 8192 */
+	uint64_t timeout_v4_ns; /* 0: 30 s */
+	uint64_t timeout_v6_ns; /* 0: 60 s */
+	int max_dist; /* IPv4 per source; 0: 64; <0: off */
+	uint32_t zone; /* key zone for rxp_defrag() (VRF / VLAN / ifindex) */
 	rxp_defrag_overlap_fn overlap_cb;
 	void *overlap_arg;
 	rxp_defrag_discard_fn discard_cb;
@@ -141,20 +141,20 @@ struct rxp_defrag_config {
 
 /* Names follow /proc/net/snmp where one exists. */
 struct rxp_defrag_counters {
-	uint64_t ReasmReqds;      /* fragments received */
-	uint64_t ReasmOKs;        /* datagrams reassembled (and atomic v6) */
-	uint64_t ReasmFails;      /* datagrams given up, fragments refused for memory */
-	uint64_t ReasmTimeout;    /* queues expired */
-	uint64_t ReasmOverlaps;   /* queues killed by an overlap (strict) */
-	uint64_t evictions;       /* queues evicted under pressure */
-	uint64_t duplicates;      /* fragments dropped as duplicates */
+	uint64_t ReasmReqds; /* fragments received */
+	uint64_t ReasmOKs; /* datagrams reassembled (and atomic v6) */
+	uint64_t ReasmFails; /* datagrams given up, fragments refused for memory */
+	uint64_t ReasmTimeout; /* queues expired */
+	uint64_t ReasmOverlaps; /* queues killed by an overlap (strict) */
+	uint64_t evictions; /* queues evicted under pressure */
+	uint64_t duplicates; /* fragments dropped as duplicates */
 	uint64_t policy_overlaps; /* overlaps resolved by a target policy */
-	uint64_t invalid;         /* malformed fragments dropped before queueing */
-	uint64_t mem_drops;       /* fragments refused for memory or queue cap */
+	uint64_t invalid; /* malformed fragments dropped before queueing */
+	uint64_t mem_drops; /* fragments refused for memory or queue cap */
 	uint64_t max_dist_flushes;
-	uint64_t copied_out;      /* fragments copied out of receive-ring buffers */
-	uint64_t queues;          /* queues now */
-	uint64_t mem;             /* bytes charged now */
+	uint64_t copied_out; /* fragments copied out of receive-ring buffers */
+	uint64_t queues; /* queues now */
+	uint64_t mem; /* bytes charged now */
 	uint64_t mem_high_water;
 };
 

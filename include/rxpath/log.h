@@ -12,7 +12,6 @@ typedef void (*rxp_log_fn)(enum rxp_log_level level, const char *msg, void *arg)
 /* Install (or with fn NULL remove) the process-wide log callback. */
 void rxp_set_log(rxp_log_fn fn, void *arg);
 /* printf-style; a no-op without a callback. */
-void rxp_log(enum rxp_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void rxp_log(enum rxp_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

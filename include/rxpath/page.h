@@ -17,11 +17,11 @@ typedef void (*rxp_page_release_fn)(struct rxp_page *pg);
 
 struct rxp_page {
 	_Atomic uint32_t refcnt;
-	uint32_t size;               /* bytes at addr */
+	uint32_t size; /* bytes at addr */
 	uint8_t *addr;
 	rxp_page_release_fn release; /* called when refcnt reaches 0 */
-	void *owner;                 /* what release returns it to */
-	uint64_t priv;               /* owner's own use */
+	void *owner; /* what release returns it to */
+	uint64_t priv; /* owner's own use */
 };
 
 static inline uint32_t rxp_page_refcount(struct rxp_page *pg)

@@ -43,7 +43,7 @@ struct rxp_pktpool;
 
 struct rxp_frag {
 	struct rxp_page *page; /* one reference held by the packet */
-	uint32_t off;          /* from page->addr */
+	uint32_t off; /* from page->addr */
 	uint32_t size;
 };
 
@@ -63,14 +63,14 @@ struct rxp_pkt {
 	uint32_t data_len;
 	uint8_t nr_frags;
 	uint8_t flags;
-	uint16_t owner;         /* thread id that allocated the metadata */
-	uint16_t network_off;   /* from head; 0xffff = unset */
+	uint16_t owner; /* thread id that allocated the metadata */
+	uint16_t network_off; /* from head; 0xffff = unset */
 	uint16_t transport_off; /* from head; 0xffff = unset */
-	uint32_t hash;          /* RSS / steering hash */
-	uint16_t queue;         /* receive queue */
-	uint16_t protocol;      /* ethertype, host order; 0 if unknown */
+	uint32_t hash; /* RSS / steering hash */
+	uint16_t queue; /* receive queue */
+	uint16_t protocol; /* ethertype, host order; 0 if unknown */
 	uint32_t truesize;
-	uint64_t tstamp_ns;     /* receive time (wire time for pcap input) */
+	uint64_t tstamp_ns; /* receive time (wire time for pcap input) */
 	/* Second line. */
 	uint8_t *head;
 	uint8_t *end;
@@ -84,20 +84,20 @@ struct rxp_pkt {
 
 struct rxp_pktpool_config {
 	const char *name;
-	unsigned n_pkts;      /* metadata objects (default 4096) */
-	unsigned n_bufs;      /* small head buffers (default n_pkts) */
-	unsigned buf_size;    /* bytes per small head buffer (default 2048) */
-	unsigned n_large;     /* large head buffers (default 16) */
-	unsigned large_size;  /* bytes per large buffer (default 65536 + 2*headroom) */
-	unsigned headroom;    /* reserved by rxp_pkt_alloc (default 128) */
-	unsigned cache_size;  /* per-thread cache of each pool (0: default 256) */
-	unsigned defer_max;   /* deferred-list cap (0: default 128) */
+	unsigned n_pkts; /* metadata objects (default 4096) */
+	unsigned n_bufs; /* small head buffers (default n_pkts) */
+	unsigned buf_size; /* bytes per small head buffer (default 2048) */
+	unsigned n_large; /* large head buffers (default 16) */
+	unsigned large_size; /* bytes per large buffer (default 65536 + 2*headroom) */
+	unsigned headroom; /* reserved by rxp_pkt_alloc (default 128) */
+	unsigned cache_size; /* per-thread cache of each pool (0: default 256) */
+	unsigned defer_max; /* deferred-list cap (0: default 128) */
 };
 
 struct rxp_pktpool_stats {
 	struct rxp_pool_stats pkts, bufs, large;
 	uint64_t drops[RXP_DROP_MAX]; /* by reason, all threads */
-	uint64_t consumed;            /* rxp_pkt_consume() calls */
+	uint64_t consumed; /* rxp_pkt_consume() calls */
 };
 
 struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg);
@@ -122,17 +122,15 @@ void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint
 /* A packet with an empty linear part that can hold at least size bytes after
  * the default headroom; NULL (counted alloc_fail) when the pool is empty or
  * size exceeds the largest buffer class. */
-struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size,
-				 const char *file, int line);
+struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line);
 #define rxp_pkt_alloc(pp, size) rxp_pkt_alloc_at((pp), (size), __FILE__, __LINE__)
 
 /* Build a packet around an existing buffer (what a driver does with a
  * received buffer): the head is [page->addr + buf_off, + buf_size), data at
  * data_off within it, len bytes. Consumes one reference on page, also on
  * failure (NULL when no metadata is left). */
-struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page,
-			      uint32_t buf_off, uint32_t buf_size,
-			      uint32_t data_off, uint32_t len);
+struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
+			      uint32_t buf_size, uint32_t data_off, uint32_t len);
 
 /* End of life, not a drop (delivered, merged). Consumes pkt. NULL is a no-op. */
 void rxp_pkt_consume(struct rxp_pkt *pkt);
@@ -185,8 +183,8 @@ int rxp_pkt_linearize(struct rxp_pkt *pkt);
 int rxp_pkt_copy_bits(const struct rxp_pkt *pkt, uint32_t off, void *to, uint32_t len);
 /* Pointer to len bytes at off: into the packet if contiguous there, else
  * copied into buf. NULL if out of bounds. */
-const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off,
-				   uint32_t len, void *buf);
+const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off, uint32_t len,
+				   void *buf);
 
 /* Ones'-complement sum (unfolded, as rxp_csum_partial) of len bytes at off,
  * across linear, frags and frag_list; segment boundaries at odd offsets are
@@ -209,12 +207,12 @@ struct rxp_pkt *rxp_pkt_unshare(struct rxp_pkt *pkt);
  * -EINVAL (empty fragment, out of the page, after a frag_list) the
  * reference stays with the caller. truesize is what the
  * fragment's buffer costs in memory. */
-int rxp_pkt_add_frag(struct rxp_pkt *pkt, struct rxp_page *page, uint32_t off,
-		     uint32_t size, uint32_t truesize);
+int rxp_pkt_add_frag(struct rxp_pkt *pkt, struct rxp_page *page, uint32_t off, uint32_t size,
+		     uint32_t truesize);
 
 enum rxp_coalesce {
-	RXP_COALESCE_COPIED,  /* from's bytes copied into to's tailroom */
-	RXP_COALESCE_STOLEN,  /* from's head and frags became to's frags */
+	RXP_COALESCE_COPIED, /* from's bytes copied into to's tailroom */
+	RXP_COALESCE_STOLEN, /* from's head and frags became to's frags */
 	RXP_COALESCE_CHAINED, /* from appended to to's frag_list */
 };
 /* Append from's bytes to to without copying where possible: a small linear

@@ -36,9 +36,9 @@
 struct rxp_pool;
 
 struct rxp_pool_config {
-	const char *name;   /* for reports; copied */
-	size_t obj_size;    /* usable bytes per object */
-	unsigned n;         /* number of objects */
+	const char *name; /* for reports; copied */
+	size_t obj_size; /* usable bytes per object */
+	unsigned n; /* number of objects */
 	/* Per-thread cache size: 0 picks RXP_POOL_CACHE_DEFAULT, and
 	 * RXP_POOL_NO_CACHE disables caches (every get/put hits the ring). */
 	unsigned cache_size;
@@ -52,14 +52,14 @@ struct rxp_pool_config {
 #define RXP_POOL_NO_CACHE (~0u)
 
 struct rxp_pool_stats {
-	uint64_t alloc;          /* successful gets */
-	uint64_t free;           /* puts, wherever they went */
-	uint64_t alloc_fail;     /* gets that found the pool empty */
-	uint64_t deferred;       /* remote frees queued on an owner's list */
+	uint64_t alloc; /* successful gets */
+	uint64_t free; /* puts, wherever they went */
+	uint64_t alloc_fail; /* gets that found the pool empty */
+	uint64_t deferred; /* remote frees queued on an owner's list */
 	uint64_t defer_overflow; /* remote frees past defer_max, sent to the ring */
-	uint64_t drained;        /* deferred objects taken back by their owner */
-	uint64_t outstanding;    /* alloc - free */
-	unsigned n;              /* objects in the pool */
+	uint64_t drained; /* deferred objects taken back by their owner */
+	uint64_t outstanding; /* alloc - free */
+	unsigned n; /* objects in the pool */
 };
 
 /* NULL with errno set (EINVAL, ENOMEM) on failure. */
@@ -70,8 +70,8 @@ size_t rxp_pool_destroy(struct rxp_pool *pool);
 
 void *rxp_pool_get_at(struct rxp_pool *pool, const char *file, int line);
 /* All or nothing: 0, or -ENOMEM with nothing taken. */
-int rxp_pool_get_bulk_at(struct rxp_pool *pool, void **objs, unsigned n,
-			 const char *file, int line);
+int rxp_pool_get_bulk_at(struct rxp_pool *pool, void **objs, unsigned n, const char *file,
+			 int line);
 #define rxp_pool_get(p) rxp_pool_get_at((p), __FILE__, __LINE__)
 #define rxp_pool_get_bulk(p, o, n) rxp_pool_get_bulk_at((p), (o), (n), __FILE__, __LINE__)
 

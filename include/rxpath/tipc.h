@@ -85,57 +85,57 @@ enum {
  * (word, high bit, low bit). Overlays share bits with data fields; which one
  * applies depends on the user, as in the kernel's msg.h.
  */
-#define RXP_TIPC_FIELDS(X)                                                     \
-	X(VERSION, 0, 31, 29)                                                  \
-	X(USER, 0, 28, 25)                                                     \
-	X(HSIZE_WORDS, 0, 24, 21)                                              \
-	X(NON_SEQ, 0, 20, 20)                                                  \
-	X(DEST_DROPPABLE, 0, 19, 19)                                           \
-	X(SRC_DROPPABLE, 0, 18, 18)                                            \
-	X(SYN, 0, 17, 17)                                                      \
-	X(SIZE, 0, 16, 0)                                                      \
-	X(KEEPALIVE, 0, 19, 19)        /* internal overlay */                  \
-	X(ACK_REQUIRED, 0, 18, 18)     /* internal overlay (nagle_ack) */      \
-	X(TYPE, 1, 31, 29)                                                     \
-	X(ERRCODE, 1, 28, 25)                                                  \
-	X(REROUTE_CNT, 1, 24, 21)                                              \
-	X(LOOKUP_SCOPE, 1, 20, 19)                                             \
-	X(BCAST_ACK, 1, 15, 0)                                                 \
-	X(SEQ_GAP, 1, 28, 16)          /* LINK_PROTOCOL */                     \
-	X(NODE_CAPABILITIES, 1, 27, 15) /* LINK_CONFIG */                      \
-	X(NODE_SIG, 1, 15, 0)          /* LINK_CONFIG */                       \
-	X(DEST_SESSION_VALID, 1, 16, 16) /* ACTIVATE */                        \
-	X(DEST_SESSION, 1, 15, 0)      /* ACTIVATE */                          \
-	X(ACK, 2, 31, 16)                                                      \
-	X(SEQNO, 2, 15, 0)                                                     \
-	X(DEST_DOMAIN, 2, 31, 0)       /* LINK_CONFIG */                       \
-	X(PREVNODE, 3, 31, 0)                                                  \
-	X(ORIGPORT, 4, 31, 0)                                                  \
-	X(FRAGM_NO, 4, 31, 16)         /* MSG_FRAGMENTER */                    \
-	X(NOF_FRAGMS, 4, 15, 0)        /* MSG_FRAGMENTER (tunnel only) */      \
-	X(NEXT_SENT, 4, 15, 0)         /* LINK_PROTOCOL */                     \
-	X(BC_NETID, 4, 31, 0)          /* LINK_CONFIG */                       \
-	X(DESTPORT, 5, 31, 0)                                                  \
-	X(SESSION, 5, 31, 16)          /* LINK_PROTOCOL */                     \
-	X(BEARER_ID, 5, 11, 9)                                                 \
-	X(LINKPRIO, 5, 8, 4)                                                   \
-	X(NET_PLANE, 5, 3, 1)                                                  \
-	X(PROBE, 5, 0, 0)                                                      \
-	X(ORIGNODE, 6, 31, 0)                                                  \
-	X(DESTNODE, 7, 31, 0)                                                  \
-	X(NAMETYPE, 8, 31, 0)                                                  \
-	X(NAMEINST, 9, 31, 0)          /* also the lower bound */              \
-	X(NAMEUPPER, 10, 31, 0)                                                \
-	X(MSGCNT, 9, 31, 16)           /* MSG_BUNDLER */                       \
-	X(MAX_PKT_DIV4, 9, 31, 16)     /* LINK_PROTOCOL */                     \
-	X(LINK_TOLERANCE, 9, 15, 0)    /* LINK_PROTOCOL */                     \
-	X(IMPORTANCE, 9, 2, 0)         /* internal users */
+#define RXP_TIPC_FIELDS(X)                                            \
+	X(VERSION, 0, 31, 29)                                         \
+	X(USER, 0, 28, 25)                                            \
+	X(HSIZE_WORDS, 0, 24, 21)                                     \
+	X(NON_SEQ, 0, 20, 20)                                         \
+	X(DEST_DROPPABLE, 0, 19, 19)                                  \
+	X(SRC_DROPPABLE, 0, 18, 18)                                   \
+	X(SYN, 0, 17, 17)                                             \
+	X(SIZE, 0, 16, 0)                                             \
+	X(KEEPALIVE, 0, 19, 19) /* internal overlay */                \
+	X(ACK_REQUIRED, 0, 18, 18) /* internal overlay (nagle_ack) */ \
+	X(TYPE, 1, 31, 29)                                            \
+	X(ERRCODE, 1, 28, 25)                                         \
+	X(REROUTE_CNT, 1, 24, 21)                                     \
+	X(LOOKUP_SCOPE, 1, 20, 19)                                    \
+	X(BCAST_ACK, 1, 15, 0)                                        \
+	X(SEQ_GAP, 1, 28, 16) /* LINK_PROTOCOL */                     \
+	X(NODE_CAPABILITIES, 1, 27, 15) /* LINK_CONFIG */             \
+	X(NODE_SIG, 1, 15, 0) /* LINK_CONFIG */                       \
+	X(DEST_SESSION_VALID, 1, 16, 16) /* ACTIVATE */               \
+	X(DEST_SESSION, 1, 15, 0) /* ACTIVATE */                      \
+	X(ACK, 2, 31, 16)                                             \
+	X(SEQNO, 2, 15, 0)                                            \
+	X(DEST_DOMAIN, 2, 31, 0) /* LINK_CONFIG */                    \
+	X(PREVNODE, 3, 31, 0)                                         \
+	X(ORIGPORT, 4, 31, 0)                                         \
+	X(FRAGM_NO, 4, 31, 16) /* MSG_FRAGMENTER */                   \
+	X(NOF_FRAGMS, 4, 15, 0) /* MSG_FRAGMENTER (tunnel only) */    \
+	X(NEXT_SENT, 4, 15, 0) /* LINK_PROTOCOL */                    \
+	X(BC_NETID, 4, 31, 0) /* LINK_CONFIG */                       \
+	X(DESTPORT, 5, 31, 0)                                         \
+	X(SESSION, 5, 31, 16) /* LINK_PROTOCOL */                     \
+	X(BEARER_ID, 5, 11, 9)                                        \
+	X(LINKPRIO, 5, 8, 4)                                          \
+	X(NET_PLANE, 5, 3, 1)                                         \
+	X(PROBE, 5, 0, 0)                                             \
+	X(ORIGNODE, 6, 31, 0)                                         \
+	X(DESTNODE, 7, 31, 0)                                         \
+	X(NAMETYPE, 8, 31, 0)                                         \
+	X(NAMEINST, 9, 31, 0) /* also the lower bound */              \
+	X(NAMEUPPER, 10, 31, 0)                                       \
+	X(MSGCNT, 9, 31, 16) /* MSG_BUNDLER */                        \
+	X(MAX_PKT_DIV4, 9, 31, 16) /* LINK_PROTOCOL */                \
+	X(LINK_TOLERANCE, 9, 15, 0) /* LINK_PROTOCOL */               \
+	X(IMPORTANCE, 9, 2, 0) /* internal users */
 
 enum rxp_tipc_field {
 #define RXP_TIPC_FIELD_ENUM(name, w, hi, lo) RXP_TIPC_F_##name,
 	RXP_TIPC_FIELDS(RXP_TIPC_FIELD_ENUM)
 #undef RXP_TIPC_FIELD_ENUM
-	RXP_TIPC_F_MAX
+		RXP_TIPC_F_MAX
 };
 
 struct rxp_tipc_field_desc {
@@ -180,11 +180,26 @@ uint32_t rxp_tipc_get(const uint8_t *h, enum rxp_tipc_field f);
 void rxp_tipc_set(uint8_t *h, enum rxp_tipc_field f, uint32_t v);
 
 /* The hot fields, inline (h holds at least 24 bytes). */
-static inline unsigned rxp_tipc_user(const uint8_t *h) { return rxp_tipc_bits(h, 0, 28, 25); }
-static inline unsigned rxp_tipc_hsize(const uint8_t *h) { return rxp_tipc_bits(h, 0, 24, 21) * 4; }
-static inline uint32_t rxp_tipc_size(const uint8_t *h) { return rxp_tipc_bits(h, 0, 16, 0); }
-static inline unsigned rxp_tipc_type(const uint8_t *h) { return rxp_tipc_bits(h, 1, 31, 29); }
-static inline uint32_t rxp_tipc_destport(const uint8_t *h) { return rxp_tipc_word(h, 5); }
+static inline unsigned rxp_tipc_user(const uint8_t *h)
+{
+	return rxp_tipc_bits(h, 0, 28, 25);
+}
+static inline unsigned rxp_tipc_hsize(const uint8_t *h)
+{
+	return rxp_tipc_bits(h, 0, 24, 21) * 4;
+}
+static inline uint32_t rxp_tipc_size(const uint8_t *h)
+{
+	return rxp_tipc_bits(h, 0, 16, 0);
+}
+static inline unsigned rxp_tipc_type(const uint8_t *h)
+{
+	return rxp_tipc_bits(h, 1, 31, 29);
+}
+static inline uint32_t rxp_tipc_destport(const uint8_t *h)
+{
+	return rxp_tipc_word(h, 5);
+}
 /* Importance: the user for data users, word 9 bits 2:0 for internal ones
  * (h must hold 40 bytes for those). */
 unsigned rxp_tipc_importance(const uint8_t *h);
@@ -195,8 +210,8 @@ void rxp_tipc_set_hsize(uint8_t *h, unsigned bytes);
 /* Lay out a fresh header: zeroes hsize bytes, sets version 2, user, type,
  * hsize, size = hsize, prevnode; for hsize > 24 orignode = prevnode and
  * destnode. hsize must be a multiple of 4 in 24..60. */
-void rxp_tipc_hdr_init(uint8_t *h, unsigned user, unsigned type, unsigned hsize,
-		       uint32_t prevnode, uint32_t destnode);
+void rxp_tipc_hdr_init(uint8_t *h, unsigned user, unsigned type, unsigned hsize, uint32_t prevnode,
+		       uint32_t destnode);
 
 /*
  * Validation V1-V3 of a message at p with len bytes present (trailing bytes
@@ -252,15 +267,15 @@ typedef void (*rxp_tipc_sink_fn)(void *arg, struct rxp_pkt *pkt);
 #define RXP_TIPC_COPY_BREAK 256 /* inner messages up to this are copied */
 
 struct rxp_tipc_link_stats {
-	uint64_t packets;         /* top-level packets received */
-	uint64_t bundles;         /* valid bundles extracted */
-	uint64_t bundled_msgs;    /* inner messages extracted (valid ones) */
+	uint64_t packets; /* top-level packets received */
+	uint64_t bundles; /* valid bundles extracted */
+	uint64_t bundled_msgs; /* inner messages extracted (valid ones) */
 	uint64_t msgcnt_mismatch; /* bundles whose msgcnt != messages found (B4) */
-	uint64_t fragments;       /* fragments accepted into reassembly */
-	uint64_t reassembled;     /* messages completed by reassembly */
-	uint64_t delivered;       /* messages given to a port or node sink */
-	uint64_t ctrl;            /* top-level link/bcast messages given to ctrl */
-	uint64_t drops;           /* packets dropped, all reasons */
+	uint64_t fragments; /* fragments accepted into reassembly */
+	uint64_t reassembled; /* messages completed by reassembly */
+	uint64_t delivered; /* messages given to a port or node sink */
+	uint64_t ctrl; /* top-level link/bcast messages given to ctrl */
+	uint64_t drops; /* packets dropped, all reasons */
 	uint64_t drop[RXP_DROP_MAX]; /* packets dropped, by reason */
 };
 
@@ -273,8 +288,8 @@ struct rxp_tipc_port {
 /* One link's receive state. Owned by one worker; not thread-safe. */
 struct rxp_tipc_link {
 	struct rxp_pktpool *pp; /* where extracted inner messages come from */
-	struct rxp_pkt *reasm;  /* R1: the one reassembly context */
-	uint16_t reasm_next;    /* fragm_no expected next */
+	struct rxp_pkt *reasm; /* R1: the one reassembly context */
+	uint16_t reasm_next; /* fragm_no expected next */
 	unsigned n_ports;
 	struct rxp_tipc_port ports[RXP_TIPC_MAX_PORTS];
 	rxp_tipc_sink_fn node_fn; /* NAME_DISTRIBUTOR */
@@ -309,8 +324,8 @@ void rxp_tipc_udp_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt);
 struct rxp_tipc_udp_peer {
 	uint32_t saddr, daddr; /* IPv4, network order */
 	uint16_t sport, dport; /* host order; 0 picks RXP_TIPC_UDP_PORT */
-	uint32_t mtu;          /* IP MTU of the path (>= 128) */
-	uint16_t ip_id;        /* next IPv4 ID (host order), advanced per datagram */
+	uint32_t mtu; /* IP MTU of the path (>= 128) */
+	uint16_t ip_id; /* next IPv4 ID (host order), advanced per datagram */
 };
 /* The TIPC MTU for a peer: IP MTU minus IPv4 and UDP headers. */
 uint32_t rxp_tipc_udp_tipc_mtu(const struct rxp_tipc_udp_peer *peer);

@@ -46,13 +46,13 @@ typedef void (*rxp_worker_datagram_fn)(void *arg, struct rxp_worker *w, struct r
 typedef void (*rxp_worker_message_fn)(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt);
 
 struct rxp_worker_config {
-	unsigned nworkers;              /* 1..RXP_WORKER_MAX */
-	struct rxp_dev *dev;            /* polled; queue i by worker i (if it has one) */
-	struct rxp_pktpool *pp;         /* shared packet pool */
-	unsigned budget;                /* frames per poll (default 64) */
-	unsigned inbox;                 /* steering inbox size (default 4096) */
+	unsigned nworkers; /* 1..RXP_WORKER_MAX */
+	struct rxp_dev *dev; /* polled; queue i by worker i (if it has one) */
+	struct rxp_pktpool *pp; /* shared packet pool */
+	unsigned budget; /* frames per poll (default 64) */
+	unsigned inbox; /* steering inbox size (default 4096) */
 	struct rxp_defrag_config defrag; /* per-worker reassembly table */
-	bool tipc;                      /* deliver UDP port 6118 to TIPC links */
+	bool tipc; /* deliver UDP port 6118 to TIPC links */
 	rxp_worker_datagram_fn on_datagram;
 	rxp_worker_message_fn on_message;
 	void *arg;
@@ -65,8 +65,8 @@ struct rxp_worker_stats {
 	uint64_t polls, rx_frames, rx_bytes;
 	uint64_t steered_out, steered_in;
 	uint64_t datagrams, datagram_bytes; /* delivered to on_datagram */
-	uint64_t messages, message_bytes;   /* delivered to on_message */
-	uint64_t tipc_peers_full;           /* TIPC traffic from a peer past the table */
+	uint64_t messages, message_bytes; /* delivered to on_message */
+	uint64_t tipc_peers_full; /* TIPC traffic from a peer past the table */
 	uint64_t timer_runs;
 };
 

@@ -22,15 +22,15 @@
 
 struct rxp_workload_config {
 	uint64_t seed;
-	uint64_t frames;     /* frames to emit; 0: no end */
-	unsigned ipv6_pct;   /* of UDP datagrams (default 30) */
-	unsigned jumbo_pct;  /* of frames (default 10) */
-	unsigned tipc_pct;   /* of frames (default 20) */
-	double loss;         /* per frame (default 0.001) */
-	double dup_frag;     /* a fragment sent twice (default 0.001) */
+	uint64_t frames; /* frames to emit; 0: no end */
+	unsigned ipv6_pct; /* of UDP datagrams (default 30) */
+	unsigned jumbo_pct; /* of frames (default 10) */
+	unsigned tipc_pct; /* of frames (default 20) */
+	double loss; /* per frame (default 0.001) */
+	double dup_frag; /* a fragment sent twice (default 0.001) */
 	double overlap_frag; /* an IPv4 fragment followed by an overlapping twin (default 0.0005) */
-	double reorder;      /* an IP fragment swapped with the frame after it (default 0.01) */
-	uint16_t udp_port;   /* destination of the UDP datagrams (default 9) */
+	double reorder; /* an IP fragment swapped with the frame after it (default 0.01) */
+	uint16_t udp_port; /* destination of the UDP datagrams (default 9) */
 };
 
 /* Fill in the defaults for fields left 0 (a negative double keeps 0). */

@@ -94,8 +94,7 @@ static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uin
 	return pkt;
 }
 
-struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file,
-				 int line)
+struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line)
 {
 	return alloc_headroom(pp, size, pp->headroom, file, line);
 }
@@ -241,8 +240,7 @@ int rxp_pkt_copy_bits(const struct rxp_pkt *pkt, uint32_t off, void *to_, uint32
 	return len ? -EINVAL : 0;
 }
 
-const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off, uint32_t len,
-				   void *buf)
+const void *rxp_pkt_header_pointer(const struct rxp_pkt *pkt, uint32_t off, uint32_t len, void *buf)
 {
 	if ((uint64_t)off + len <= rxp_pkt_headlen(pkt))
 		return pkt->data + off;

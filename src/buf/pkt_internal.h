@@ -11,8 +11,8 @@ struct pktpool_tstats {
 } __rxp_cache_aligned;
 
 struct rxp_pktpool {
-	struct rxp_pool *meta;  /* struct rxp_pkt */
-	struct rxp_pool *bufs;  /* small head buffers */
+	struct rxp_pool *meta; /* struct rxp_pkt */
+	struct rxp_pool *bufs; /* small head buffers */
 	struct rxp_pool *large; /* large head buffers */
 	uint32_t headroom, buf_size, large_size;
 	char name[24];
@@ -31,8 +31,7 @@ static inline void pktpool_stat_add(unsigned tid, uint64_t *c, uint64_t n)
 }
 
 /* A head buffer with at least need bytes, refcount 1; NULL if none. */
-struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file,
-				 int line);
+struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file, int line);
 uint32_t pktpool_buf_truesize(const struct rxp_page *pg);
 
 #endif

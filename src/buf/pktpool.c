@@ -44,7 +44,7 @@ static struct rxp_pool *buf_pool_create(const char *base, const char *suffix, un
 					uint32_t size, const struct rxp_pktpool_config *cfg)
 {
 	char name[32];
-	struct buf_init_arg a = { .size = size };
+	struct buf_init_arg a = {.size = size};
 	struct rxp_pool_config pc = {
 		.name = name,
 		.obj_size = BUF_HDR + size,
@@ -79,7 +79,7 @@ static struct rxp_pool *buf_pool_create(const char *base, const char *suffix, un
 
 struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg_in)
 {
-	struct rxp_pktpool_config cfg = cfg_in ? *cfg_in : (struct rxp_pktpool_config){ 0 };
+	struct rxp_pktpool_config cfg = cfg_in ? *cfg_in : (struct rxp_pktpool_config){0};
 	struct rxp_pktpool *pp;
 	char name[24];
 
@@ -208,8 +208,7 @@ void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint
 	pktpool_stat_add(tid, &pp->stats[tid].drops[r], n);
 }
 
-struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file,
-				 int line)
+struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file, int line)
 {
 	struct rxp_pool *p;
 	struct rxp_page *pg;

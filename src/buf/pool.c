@@ -31,13 +31,13 @@
 #define STATE_FREE 0xf4eeu
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
-#define STAGE 64                 /* remote frees batched per owner */
-#define NSTAGE 4                 /* owners a thread batches for at once */
+#define STAGE 64 /* remote frees batched per owner */
+#define NSTAGE 4 /* owners a thread batches for at once */
 
 struct obj_hdr {
 	uint16_t owner; /* thread that allocated it */
 	uint16_t state; /* RXP_DEBUG only */
-	uint32_t line;  /* RXP_DEBUG only */
+	uint32_t line; /* RXP_DEBUG only */
 	const char *file;
 	uint64_t pad[2];
 };
@@ -54,9 +54,9 @@ struct tcache {
 	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
 	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
-	uint32_t staged;     /* bit per stage slot in use */
-	uint16_t hot_owner;  /* owner of the slot used last (0xffff: none) */
-	uint8_t hot_k;       /* that slot */
+	uint32_t staged; /* bit per stage slot in use */
+	uint16_t hot_owner; /* owner of the slot used last (0xffff: none) */
+	uint8_t hot_k; /* that slot */
 	/* Counted by the thread itself, read (relaxed) by anyone. */
 	uint64_t alloc, free, fail, deferred, overflow, drained;
 } __rxp_cache_aligned;
@@ -67,7 +67,7 @@ struct rxp_pool {
 	size_t stride;
 	unsigned n;
 	unsigned cache_size; /* 0: no caches */
-	unsigned batch;      /* refill/flush unit: half the cache */
+	unsigned batch; /* refill/flush unit: half the cache */
 	unsigned defer_max;
 	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
 	uint8_t *mem;
@@ -260,11 +260,14 @@ size_t rxp_pool_leak_report(const struct rxp_pool *p, FILE *out)
 		if (!out)
 			continue;
 		if (h->file)
-			fprintf(out, "pool %s: object %u (%p) outstanding, allocated at %s:%u by thread %u\n",
+			fprintf(out,
+				"pool %s: object %u (%p) outstanding, allocated at %s:%u by thread "
+				"%u\n",
 				p->name, i, (const void *)(h + 1), h->file, h->line, h->owner);
 		else
-			fprintf(out, "pool %s: object %u (%p) outstanding, allocated by thread %u "
-				     "(build with RXP_DEBUG for the site)\n",
+			fprintf(out,
+				"pool %s: object %u (%p) outstanding, allocated by thread %u "
+				"(build with RXP_DEBUG for the site)\n",
 				p->name, i, (const void *)(h + 1), h->owner);
 	}
 	free(isfree);
@@ -348,8 +351,8 @@ static inline void adopt(void *const *objs, uint32_t n, unsigned tid)
 static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c);
 
 /* Slow path of get: uncached pool, thread past the limit, or empty cache. */
-__attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid, struct tcache *c, const char *file,
-		      int line)
+__attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid, struct tcache *c,
+						const char *file, int line)
 {
 	void *obj;
 
@@ -425,7 +428,8 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		memcpy(objs, c->objs + c->len, n * sizeof(void *));
 	} else {
 		if (!rxp_mpmc_dequeue(p->ring, objs, n, true) &&
-		    (!c->len || (rxp_pool_flush_cache(p), !rxp_mpmc_dequeue(p->ring, objs, n, true)))) {
+		    (!c->len ||
+		     (rxp_pool_flush_cache(p), !rxp_mpmc_dequeue(p->ring, objs, n, true)))) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}
@@ -498,8 +502,7 @@ static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
 			c->hot_k = (uint8_t)k;
 			return k;
 		}
-	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE
-					   : (unsigned)__builtin_ctz(~c->staged);
+	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE : (unsigned)__builtin_ctz(~c->staged);
 	stage_flush(p, c, k);
 	c->stage[k].owner = (uint16_t)owner;
 	c->staged |= 1u << k;
@@ -508,7 +511,8 @@ static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
 	return k;
 }
 
-__attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid, struct tcache *c, void *obj)
+__attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid, struct tcache *c,
+					       void *obj)
 {
 	unsigned owner = hdr_of(obj)->owner;
 

@@ -78,9 +78,8 @@ static inline uint32_t rxp_mpmc_enqueue(struct rxp_mpmc *r, void *const *objs, u
 			n = room;
 		}
 		next = head + n;
-	} while (!atomic_compare_exchange_weak_explicit(&r->prod_head, &head, next,
-							memory_order_relaxed,
-							memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&r->prod_head, &head, next, memory_order_relaxed, memory_order_relaxed));
 	for (uint32_t i = 0; i < n; i++)
 		r->slots[(head + i) & r->mask] = objs[i];
 	rxp_mpmc_wait_tail(&r->prod_tail, head);
@@ -103,9 +102,8 @@ static inline uint32_t rxp_mpmc_dequeue(struct rxp_mpmc *r, void **objs, uint32_
 			n = avail;
 		}
 		next = head + n;
-	} while (!atomic_compare_exchange_weak_explicit(&r->cons_head, &head, next,
-							memory_order_relaxed,
-							memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&r->cons_head, &head, next, memory_order_relaxed, memory_order_relaxed));
 	for (uint32_t i = 0; i < n; i++)
 		objs[i] = r->slots[(head + i) & r->mask];
 	rxp_mpmc_wait_tail(&r->cons_tail, head);

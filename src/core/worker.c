@@ -28,7 +28,7 @@
 #include "buf/ring.h"
 
 #define TIMER_PERIOD_NS 1000000ull /* reassembly expiry at most once a ms */
-#define STASH_MAX 256               /* >= the largest budget */
+#define STASH_MAX 256 /* >= the largest budget */
 
 struct tipc_peer {
 	bool used;
@@ -40,9 +40,9 @@ struct tipc_peer {
 struct rxp_worker {
 	struct rxp_worker_group *g;
 	unsigned id;
-	unsigned nq;     /* queues this worker polls: id, id + n, id + 2n, ... */
-	unsigned qnext;  /* round robin among them */
-	uint32_t qdone;  /* bit per own queue that reported -ENODATA */
+	unsigned nq; /* queues this worker polls: id, id + n, id + 2n, ... */
+	unsigned qnext; /* round robin among them */
+	uint32_t qdone; /* bit per own queue that reported -ENODATA */
 	bool input_done; /* all of them did */
 	uint64_t now, last_timer;
 	struct rxp_net net;
@@ -60,7 +60,7 @@ struct rxp_worker {
 struct rxp_worker_group {
 	struct rxp_worker_config cfg;
 	unsigned n;
-	unsigned with_queues;    /* workers that poll at least one queue */
+	unsigned with_queues; /* workers that poll at least one queue */
 	atomic_uint inputs_done; /* of those, how many finished */
 	struct rxp_worker *w[RXP_WORKER_MAX];
 };
@@ -94,7 +94,7 @@ static struct tipc_peer *tipc_peer_of(struct rxp_worker *w, const struct rxp_pkt
 	const uint8_t *ip = pkt->head + pkt->network_off;
 	const struct rxp_udphdr *uh = (const void *)(pkt->head + pkt->transport_off);
 	struct tipc_peer *free_slot = NULL;
-	uint8_t addr[16] = { 0 };
+	uint8_t addr[16] = {0};
 
 	if ((ip[0] >> 4) == 4)
 		memcpy(addr, ip + 12, 4);
@@ -332,8 +332,8 @@ struct rxp_worker_group *rxp_worker_group_create(const struct rxp_worker_config 
 		g->cfg.inbox = RXP_WORKER_INBOX_DEFAULT;
 	g->n = cfg->nworkers;
 	for (unsigned i = 0; i < g->n; i++) {
-		struct rxp_worker *w =
-			aligned_alloc(RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*w), (size_t)RXP_CACHELINE));
+		struct rxp_worker *w = aligned_alloc(
+			RXP_CACHELINE, RXP_ALIGN_UP(sizeof(*w), (size_t)RXP_CACHELINE));
 
 		if (!w)
 			goto fail;

@@ -148,8 +148,8 @@ static int tipc_refill(struct wl *w)
 
 	rxp_pkt_queue_init(&msgs);
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t len = n > 1 ? 16 + (uint32_t)below(w, 200)
-				     : 2000 + (uint32_t)below(w, 58000);
+		uint32_t len =
+			n > 1 ? 16 + (uint32_t)below(w, 200) : 2000 + (uint32_t)below(w, 58000);
 		struct rxp_pkt *m;
 
 		rxp_gen_fill_payload(buf, len, w->tipc_seq++, rnd(w));
@@ -304,7 +304,7 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 		w->jumbo = rxp_gen_create(&j);
 	}
 	w->tpp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "wl.tipc", .n_pkts = 512, .n_bufs = 512, .n_large = 8 });
+		.name = "wl.tipc", .n_pkts = 512, .n_bufs = 512, .n_large = 8});
 	if (!w->std || !w->jumbo || !w->tpp) {
 		wl_close(&w->src);
 		errno = ENOMEM;

@@ -71,8 +71,8 @@ static inline uint64_t mix(uint64_t h, uint64_t w)
 
 static uint32_t payload_hash(const uint8_t *p, uint32_t n, uint32_t seq)
 {
-	uint64_t h[4] = { 0xcbf29ce484222325ull ^ seq, 0x84222325cbf29ce4ull ^ n,
-			  0x100000001b3ull, 0x2545f4914f6cdd1dull };
+	uint64_t h[4] = {0xcbf29ce484222325ull ^ seq, 0x84222325cbf29ce4ull ^ n, 0x100000001b3ull,
+			 0x2545f4914f6cdd1dull};
 	uint64_t w, t;
 
 	for (; n >= 32; p += 32, n -= 32)
@@ -177,8 +177,8 @@ void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x)
 {
 	uint8_t *b = p + RXP_GEN_HDR_LEN;
 	uint32_t n = len - RXP_GEN_HDR_LEN, i = 0;
-	uint64_t h[4] = { 0xcbf29ce484222325ull ^ seq, 0x84222325cbf29ce4ull ^ n,
-			  0x100000001b3ull, 0x2545f4914f6cdd1dull };
+	uint64_t h[4] = {0xcbf29ce484222325ull ^ seq, 0x84222325cbf29ce4ull ^ n, 0x100000001b3ull,
+			 0x2545f4914f6cdd1dull};
 	uint64_t w, t;
 
 	x |= 1; /* xorshift64* must not start at 0 */

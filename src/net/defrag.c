@@ -65,7 +65,7 @@ static void table_free(struct rxp_defrag_table *t)
 
 struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg)
 {
-	struct rxp_defrag_config c = cfg ? *cfg : (struct rxp_defrag_config){ 0 };
+	struct rxp_defrag_config c = cfg ? *cfg : (struct rxp_defrag_config){0};
 	struct rxp_defrag_table *t;
 	uint32_t nb = 1;
 
@@ -207,7 +207,7 @@ static void drain_drop(void *arg, struct rxp_pkt *p)
 
 static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
 {
-	struct drain_arg a = { t, r };
+	struct drain_arg a = {t, r};
 
 	dfr_queue_for_each_drain(q, drain_drop, &a);
 	t->c.mem -= q->mem;
@@ -249,8 +249,8 @@ static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 	TAILQ_INSERT_TAIL(f, q, tq);
 }
 
-static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_key *k,
-				   uint64_t h, uint64_t now)
+static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h,
+				   uint64_t now)
 {
 	struct dfr_queue *q = t->freeq, **b = bucket(t, h);
 
@@ -350,8 +350,8 @@ static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
 				return true;
 			nx = TAILQ_NEXT(q, tq);
-			if (q == keep || (queue_fill(q) >= cand_fill &&
-					  t->seq - q->last_seq <= DFR_STALE_FRAGS))
+			if (q == keep ||
+			    (queue_fill(q) >= cand_fill && t->seq - q->last_seq <= DFR_STALE_FRAGS))
 				continue;
 			t->c.evictions++;
 			t->c.ReasmFails++;
@@ -462,7 +462,7 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 	queue_free(t, q, h);
 	if (r) {
 		t->c.ReasmFails++;
-		rxp_pkt_drop(res, (enum rxp_drop_reason)-r);
+		rxp_pkt_drop(res, (enum rxp_drop_reason) - r);
 		return NULL;
 	}
 	res->network_off = (uint16_t)(res->data - res->head);
@@ -492,7 +492,8 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	struct dfr_queue *q;
 	struct dfr_cb *cb = dfr_cb(pkt);
 	uint8_t vbuf;
-	const uint8_t *v = rxp_pkt_headlen(pkt) ? pkt->data : rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
+	const uint8_t *v =
+		rxp_pkt_headlen(pkt) ? pkt->data : rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
 	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT;
 	uint32_t flen, tsize;
 	uint64_t h, tstamp = pkt->tstamp_ns;
@@ -508,7 +509,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return pkt;
 	if (r < 0) {
 		t->c.invalid++;
-		rxp_pkt_drop(pkt, (enum rxp_drop_reason)-r);
+		rxp_pkt_drop(pkt, (enum rxp_drop_reason) - r);
 		return NULL;
 	}
 	if (r == 0 && !atomic)
@@ -532,7 +533,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 			return NULL;
 		r = dfr_ipv6_strip(pkt, &fi);
 		if (r) {
-			rxp_pkt_drop(pkt, (enum rxp_drop_reason)-r);
+			rxp_pkt_drop(pkt, (enum rxp_drop_reason) - r);
 			return NULL;
 		}
 		pkt->network_off = (uint16_t)(pkt->data - pkt->head);
@@ -551,8 +552,9 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		if (t->c.mem > t->cfg.mem_limit || (!q && !t->freeq)) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
-			frag_drop(t, pkt, q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
-							 : RXP_DROP_FRAG_QUEUE_LIMIT);
+			frag_drop(t, pkt,
+				  q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
+						: RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
 	} else {
@@ -571,8 +573,9 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
-			frag_drop(t, pkt, q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
-							 : RXP_DROP_FRAG_QUEUE_LIMIT);
+			frag_drop(t, pkt,
+				  q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
+						: RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
 		if (!q && !t->freeq) {

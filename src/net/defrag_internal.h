@@ -26,9 +26,9 @@ struct dfr_cb {
 	/* Written for every fragment: first, so that a fragment appended in
 	 * order dirties one cache line of its metadata (cb starts in the
 	 * second line of struct rxp_pkt) and not two. */
-	uint32_t off, end;  /* payload offsets of this fragment */
-	uint32_t run_end;   /* run heads only; the last run's is q->tail_end */
-	uint16_t hdrlen;    /* header bytes pulled off at insert */
+	uint32_t off, end; /* payload offsets of this fragment */
+	uint32_t run_end; /* run heads only; the last run's is q->tail_end */
+	uint16_t hdrlen; /* header bytes pulled off at insert */
 	RB_ENTRY(dfr_cb) rb; /* run heads only */
 };
 _Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
@@ -49,7 +49,7 @@ RB_HEAD(dfr_tree, dfr_cb);
  * is 20 bytes, which halves the SipHash work per fragment. */
 struct dfr_key {
 	uint8_t family; /* 4 or 6 */
-	uint8_t proto;  /* IPv4 only */
+	uint8_t proto; /* IPv4 only */
 	uint16_t pad;
 	uint32_t id;
 	uint32_t zone;
@@ -64,12 +64,12 @@ static inline size_t dfr_key_len(const struct dfr_key *k)
 /* Parsed fragment, from the family glue. */
 struct dfr_info {
 	struct dfr_key key;
-	uint32_t off, end;  /* payload bytes [off, end) */
-	uint32_t iplen;     /* bytes of the packet that are the IP datagram */
-	uint16_t hdrlen;    /* bytes before the payload (v6: incl. the fragment header) */
-	uint16_t nhoff;     /* v6: offset of the next-header byte that says 44 */
-	uint8_t nexthdr;    /* v6: the fragment header's next header */
-	uint8_t ecn;        /* the two ECN bits */
+	uint32_t off, end; /* payload bytes [off, end) */
+	uint32_t iplen; /* bytes of the packet that are the IP datagram */
+	uint16_t hdrlen; /* bytes before the payload (v6: incl. the fragment header) */
+	uint16_t nhoff; /* v6: offset of the next-header byte that says 44 */
+	uint8_t nexthdr; /* v6: the fragment header's next header */
+	uint8_t ecn; /* the two ECN bits */
 	bool mf, df;
 };
 
@@ -83,25 +83,25 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 struct dfr_queue {
 	/* Line 0: lookup. */
 	struct dfr_queue *hnext;
-	uint32_t hash;             /* low bits of the key's SipHash (bucket + quick compare) */
-	struct dfr_key key;        /* 44 bytes */
+	uint32_t hash; /* low bits of the key's SipHash (bucket + quick compare) */
+	struct dfr_key key; /* 44 bytes */
 	uint32_t max_size;
 	uint8_t flags;
 	uint8_t ecn_mask;
-	uint16_t hdrlen;           /* of the offset-0 fragment */
+	uint16_t hdrlen; /* of the offset-0 fragment */
 	/* Line 1: per accepted fragment. */
 	uint64_t expires;
-	struct rxp_pkt *tail;      /* strict: last fragment of the last run */
-	struct dfr_tree runs;      /* strict */
-	uint64_t last_seq;         /* table fragment count at the last accept */
+	struct rxp_pkt *tail; /* strict: last fragment of the last run */
+	struct dfr_tree runs; /* strict */
+	uint64_t last_seq; /* table fragment count at the last accept */
 	uint64_t mem;
-	uint32_t tail_end;         /* strict: where tail ends, and so the last run;
+	uint32_t tail_end; /* strict: where tail ends, and so the last run;
 				    * kept here so that appending in order
 				    * touches no older fragment's cb */
 	uint32_t len, meat;
-	uint16_t nfrags;           /* at most 8192 (8-byte fragments below 65536) */
+	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
 	uint16_t spare;
-	struct dfr_cb *last_run;   /* strict: head of the last run */
+	struct dfr_cb *last_run; /* strict: head of the last run */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs. A hint only. */
@@ -109,12 +109,12 @@ struct dfr_queue {
 	/* Line 3: creation, free, max_dist, policy. */
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
-	uint8_t *blocks;           /* policy: 8-byte blocks received */
-	uint32_t nblocks;          /* policy: blocks set */
+	uint8_t *blocks; /* policy: 8-byte blocks received */
+	uint32_t nblocks; /* policy: blocks set */
 	uint32_t max_df_size;
 	uint32_t rid;
-	uint32_t peer;             /* IPv4: slot of the source's max_dist counter */
-	uint16_t nhoff;            /* of the offset-0 fragment */
+	uint32_t peer; /* IPv4: slot of the source's max_dist counter */
+	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	bool in_use;
 } __attribute__((aligned(64)));
@@ -124,7 +124,6 @@ _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 2");
 #define DFR_PF 8u
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
-
 
 #define DFR_PEER_SLOTS 4096u
 
@@ -137,12 +136,12 @@ struct rxp_defrag_table {
 	struct dfr_queue *qarr;
 	struct dfr_queue *freeq; /* linked through hnext */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
-	uint64_t seq;            /* fragments accepted so far */
+	uint64_t seq; /* fragments accepted so far */
 	uint32_t *peer_rid;
-	uint8_t *blockmem;       /* policy: 1 KiB per queue */
-	uint16_t *owner;         /* policy: scratch, one entry per payload byte */
-	struct rxp_pkt **fragv;  /* policy: scratch, fragments in arrival order */
-	uint8_t *pdata, *ptmp;   /* policy: scratch, 64 KiB each */
+	uint8_t *blockmem; /* policy: 1 KiB per queue */
+	uint16_t *owner; /* policy: scratch, one entry per payload byte */
+	struct rxp_pkt **fragv; /* policy: scratch, fragments in arrival order */
+	uint8_t *pdata, *ptmp; /* policy: scratch, 64 KiB each */
 };
 
 #define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
@@ -172,7 +171,6 @@ bool dfr_policy_complete(const struct dfr_queue *q);
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 /* Call fn on every fragment of q and empty it. */
-void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *),
-			      void *arg);
+void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *), void *arg);
 
 #endif

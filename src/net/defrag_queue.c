@@ -105,8 +105,7 @@ int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint
 
 /* The fragments of the run headed by h, in offset order, linked forward
  * through next and ending in NULL; *last gets its last fragment. */
-static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_cb *h,
-				struct rxp_pkt **last)
+static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_cb *h, struct rxp_pkt **last)
 {
 	struct rxp_pkt *head = dfr_pkt(h), *p, *prev, *list = NULL;
 
@@ -159,8 +158,7 @@ bool dfr_policy_complete(const struct dfr_queue *q)
 }
 
 /* Run fn on every fragment in q (which takes it over), leaving q empty. */
-void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *),
-			      void *arg)
+void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *), void *arg)
 {
 	struct dfr_cb *n, *nx;
 	struct rxp_pkt *p, *pn;
@@ -289,8 +287,11 @@ struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q
 		}
 		if (hi && t->cfg.overlap_cb) {
 			struct rxp_defrag_overlap ov = {
-				.family = q->key.family, .id = q->key.id,
-				.start = lo, .end = hi, .differ = differ,
+				.family = q->key.family,
+				.id = q->key.id,
+				.start = lo,
+				.end = hi,
+				.differ = differ,
 			};
 			t->cfg.overlap_cb(t->cfg.overlap_arg, &ov);
 		}

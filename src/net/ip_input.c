@@ -16,7 +16,7 @@
 
 int rxp_net_init(struct rxp_net *n, const struct rxp_defrag_config *defrag_cfg)
 {
-	struct rxp_defrag_config dc = { 0 };
+	struct rxp_defrag_config dc = {0};
 
 	memset(n, 0, sizeof(*n));
 	n->defrag = rxp_defrag_table_create(defrag_cfg ? defrag_cfg : &dc);
@@ -163,7 +163,8 @@ static int ipv6_upper(const struct rxp_pkt *pkt, uint32_t *off, uint8_t *proto)
 			e = rxp_pkt_header_pointer(pkt, o, 2, eh);
 			if (!e)
 				return -1;
-			len = nh == RXP_IPPROTO_AH ? ((uint32_t)e[1] + 2) * 4 : ((uint32_t)e[1] + 1) * 8;
+			len = nh == RXP_IPPROTO_AH ? ((uint32_t)e[1] + 2) * 4
+						   : ((uint32_t)e[1] + 1) * 8;
 			nh = e[0];
 			o += len;
 			if (o > pkt->len)
@@ -188,11 +189,11 @@ static uint32_t pseudo_sum(const struct rxp_pkt *pkt, bool v6, uint32_t ulen)
 
 	if (v6) {
 		s = rxp_csum_partial(h + 8, 32, 0);
-		s = rxp_csum_partial(&(uint32_t){ htonl(ulen) }, 4, s);
-		return rxp_csum_partial(&(uint32_t){ htonl(RXP_IPPROTO_UDP) }, 4, s);
+		s = rxp_csum_partial(&(uint32_t){htonl(ulen)}, 4, s);
+		return rxp_csum_partial(&(uint32_t){htonl(RXP_IPPROTO_UDP)}, 4, s);
 	}
 	s = rxp_csum_partial(h + 12, 8, 0);
-	return rxp_csum_partial(&(uint16_t[2]){ htons(RXP_IPPROTO_UDP), htons((uint16_t)ulen) }, 4,
+	return rxp_csum_partial(&(uint16_t[2]){htons(RXP_IPPROTO_UDP), htons((uint16_t)ulen)}, 4,
 				s);
 }
 

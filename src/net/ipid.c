@@ -236,8 +236,8 @@ struct bcache_ent {
 };
 static __thread struct bcache_ent bcache[BCACHE];
 
-static inline uint32_t bucket_cached(const struct rxp_ipid_table *t, uint32_t saddr,
-				     uint32_t daddr, uint8_t proto)
+static inline uint32_t bucket_cached(const struct rxp_ipid_table *t, uint32_t saddr, uint32_t daddr,
+				     uint8_t proto)
 {
 	struct bcache_ent *e =
 		&bcache[((saddr * 0x9e3779b1u) ^ (daddr * 0x85ebca77u) ^ proto) >> 23];

@@ -54,8 +54,8 @@ int tipc_pkt_add_range_any(struct rxp_pkt *dst, const struct rxp_pkt *src, uint3
 
 /* The per-fragment case inline: bytes of a linear src are one piece of its
  * head page (one reference, no loop, no call but add_frag). */
-static inline int tipc_pkt_add_range(struct rxp_pkt *dst, const struct rxp_pkt *src,
-				     uint32_t off, uint32_t len)
+static inline int tipc_pkt_add_range(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t off,
+				     uint32_t len)
 {
 	int r;
 

@@ -64,7 +64,7 @@ int rxp_tipc_link_bind(struct rxp_tipc_link *l, uint32_t port, rxp_tipc_sink_fn 
 			return -EEXIST;
 	if (l->n_ports >= RXP_TIPC_MAX_PORTS)
 		return -ENOSPC;
-	l->ports[l->n_ports++] = (struct rxp_tipc_port){ port, fn, arg };
+	l->ports[l->n_ports++] = (struct rxp_tipc_port){port, fn, arg};
 	return 0;
 }
 
@@ -108,8 +108,8 @@ static void deliver_port(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 	link_drop(l, pkt, RXP_DROP_TIPC_NO_PORT);
 }
 
-static void deliver_fn(struct rxp_tipc_link *l, struct rxp_pkt *pkt, rxp_tipc_sink_fn fn,
-		       void *arg, uint64_t *counter, enum rxp_drop_reason none)
+static void deliver_fn(struct rxp_tipc_link *l, struct rxp_pkt *pkt, rxp_tipc_sink_fn fn, void *arg,
+		       uint64_t *counter, enum rxp_drop_reason none)
 {
 	if (!fn) {
 		link_drop(l, pkt, none);
@@ -196,8 +196,7 @@ static void dispatch(struct rxp_tipc_link *l, struct rxp_pkt *pkt, enum ctx ctx)
 	case RXP_TIPC_BCAST_PROTOCOL:
 	case RXP_TIPC_LINK_PROTOCOL:
 	case RXP_TIPC_LINK_CONFIG:
-		deliver_fn(l, pkt, l->ctrl_fn, l->ctrl_arg, &l->st.ctrl,
-			   RXP_DROP_TIPC_UNHANDLED);
+		deliver_fn(l, pkt, l->ctrl_fn, l->ctrl_arg, &l->st.ctrl, RXP_DROP_TIPC_UNHANDLED);
 		return;
 	default: /* 4, 14, 15 */
 		link_drop(l, pkt, RXP_DROP_TIPC_USER);
@@ -354,11 +353,11 @@ static void reasm_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 			return;
 		}
 		/* R5: the inner header must be there and pass V1-V2 now. */
-		ih = pkt->len >= RXP_TIPC_MIN_H_SIZE ?
-			     rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, ibuf) : NULL;
+		ih = pkt->len >= RXP_TIPC_MIN_H_SIZE
+			     ? rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, ibuf)
+			     : NULL;
 		if (!ih || rxp_tipc_bits(ih, 0, 31, 29) != RXP_TIPC_VERSION ||
-		    rxp_tipc_hsize(ih) < RXP_TIPC_MIN_H_SIZE ||
-		    rxp_tipc_hsize(ih) > pkt->len) {
+		    rxp_tipc_hsize(ih) < RXP_TIPC_MIN_H_SIZE || rxp_tipc_hsize(ih) > pkt->len) {
 			reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_INVALID);
 			return;
 		}

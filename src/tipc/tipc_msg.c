@@ -18,7 +18,7 @@
 #include "tipc/tipc_internal.h"
 
 const struct rxp_tipc_field_desc rxp_tipc_fields[RXP_TIPC_F_MAX] = {
-#define FIELD_DESC(name, w, hi, lo) [RXP_TIPC_F_##name] = { #name, w, hi, lo },
+#define FIELD_DESC(name, w, hi, lo) [RXP_TIPC_F_##name] = {#name, w, hi, lo},
 	RXP_TIPC_FIELDS(FIELD_DESC)
 #undef FIELD_DESC
 };
@@ -63,13 +63,14 @@ uint32_t rxp_tipc_orignode(const uint8_t *h)
 	return rxp_tipc_word(h, 3);
 }
 
-void rxp_tipc_hdr_init(uint8_t *h, unsigned user, unsigned type, unsigned hsize,
-		       uint32_t prevnode, uint32_t destnode)
+void rxp_tipc_hdr_init(uint8_t *h, unsigned user, unsigned type, unsigned hsize, uint32_t prevnode,
+		       uint32_t destnode)
 {
 	/* Whole words: this runs once per fragment on the send path. */
 	memset(h, 0, hsize);
-	rxp_tipc_set_word(h, 0, (uint32_t)RXP_TIPC_VERSION << 29 | (user & 15u) << 25 |
-				       ((hsize / 4) & 15u) << 21 | (hsize & 0x1ffffu));
+	rxp_tipc_set_word(h, 0,
+			  (uint32_t)RXP_TIPC_VERSION << 29 | (user & 15u) << 25 |
+				  ((hsize / 4) & 15u) << 21 | (hsize & 0x1ffffu));
 	rxp_tipc_set_word(h, 1, (type & 7u) << 29);
 	rxp_tipc_set_word(h, 3, prevnode);
 	if (hsize > RXP_TIPC_SHORT_H_SIZE) {
@@ -208,11 +209,11 @@ int rxp_tipc_bundle_add(struct rxp_pkt *b, const struct rxp_pkt *msg, uint32_t m
 
 struct frag_ctx {
 	struct rxp_pkt *blk; /* holds the block's buffer while slices are cut */
-	uint32_t off, end;   /* next free slice, end of the buffer (page offsets) */
-	uint32_t blk_bias;   /* references taken on blk's page for its slices */
+	uint32_t off, end; /* next free slice, end of the buffer (page offsets) */
+	uint32_t blk_bias; /* references taken on blk's page for its slices */
 	struct rxp_page *src; /* a linear message's head page, or NULL */
-	uint32_t src_off;    /* the message's first byte in src */
-	uint32_t src_bias;   /* references taken on src for the pieces */
+	uint32_t src_off; /* the message's first byte in src */
+	uint32_t src_bias; /* references taken on src for the pieces */
 };
 
 /* Give back the references not handed to fragments, and the block. */
@@ -304,7 +305,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	const uint8_t *mh;
 	struct rxp_pkt_queue q;
 	uint32_t chunk, off, total, prevnode, destnode, w0;
-	struct frag_ctx fc = { 0 };
+	struct frag_ctx fc = {0};
 	unsigned imp, no = 1;
 
 	if (mtu <= RXP_TIPC_INT_H_SIZE + 4 || mtu > 65535 || rxp_tipc_validate_pkt(msg)) {
@@ -339,8 +340,9 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	rxp_pkt_queue_init(&q);
 	for (off = 0; off < total; off += chunk, no++) {
 		uint32_t n = total - off < chunk ? total - off : chunk;
-		unsigned type = off == 0 ? RXP_TIPC_FIRST_FRAGMENT :
-			off + n == total ? RXP_TIPC_LAST_FRAGMENT : RXP_TIPC_FRAGMENT;
+		unsigned type = off == 0	   ? RXP_TIPC_FIRST_FRAGMENT
+				: off + n == total ? RXP_TIPC_LAST_FRAGMENT
+						   : RXP_TIPC_FRAGMENT;
 		struct rxp_pkt *f = frag_new(pp, &fc, msg, off, n);
 		uint8_t *h;
 

@@ -25,7 +25,7 @@ static int add_piece(struct rxp_pkt *dst, struct rxp_page *pg, uint32_t off, uin
 }
 
 int tipc_pkt_add_range_any(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t off,
-		       uint32_t len)
+			   uint32_t len)
 {
 	uint32_t hl = rxp_pkt_headlen(src), end = off + len, pos;
 	int r;

@@ -109,7 +109,7 @@ struct sender {
 	struct rxp_tipc_udp_peer *peer;
 	struct rxp_pkt_queue *out;
 	uint32_t tmtu;
-	struct rxp_pkt *lone;   /* one message waiting for company */
+	struct rxp_pkt *lone; /* one message waiting for company */
 	struct rxp_pkt *bundle; /* a bundle still accepting messages */
 	int n, err;
 };
@@ -184,7 +184,7 @@ static void send_one(struct sender *s, struct rxp_pkt *m)
 int rxp_tipc_udp_build(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer,
 		       struct rxp_pkt_queue *msgs, struct rxp_pkt_queue *out)
 {
-	struct sender s = { .pp = pp, .peer = peer, .out = out };
+	struct sender s = {.pp = pp, .peer = peer, .out = out};
 	struct rxp_pkt *m;
 
 	s.tmtu = rxp_tipc_udp_tipc_mtu(peer);

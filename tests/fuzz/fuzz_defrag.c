@@ -13,12 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const enum rxp_defrag_policy pols[4] = { RXP_DEFRAG_STRICT, RXP_DEFRAG_BSD,
-							 RXP_DEFRAG_LAST, RXP_DEFRAG_WINDOWS };
-	struct rxp_pktpool_config pc = { .name = "fz", .n_pkts = 512, .n_bufs = 512, .n_large = 8 };
+	static const enum rxp_defrag_policy pols[4] = {RXP_DEFRAG_STRICT, RXP_DEFRAG_BSD,
+						       RXP_DEFRAG_LAST, RXP_DEFRAG_WINDOWS};
+	struct rxp_pktpool_config pc = {.name = "fz", .n_pkts = 512, .n_bufs = 512, .n_large = 8};
 	struct rxp_pktpool *pp;
 	struct rxp_defrag_table *t;
-	struct rxp_defrag_config c = { .mem_limit = 64 * 1024, .max_queues = 16 };
+	struct rxp_defrag_config c = {.mem_limit = 64 * 1024, .max_queues = 16};
 	uint64_t now = 0;
 
 	if (size < 1)

@@ -28,8 +28,8 @@ static void sink(void *arg, struct rxp_pkt *pkt)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct rxp_pktpool_config pc = { .name = "fzip", .n_pkts = 512, .n_bufs = 512, .n_large = 8 };
-	struct rxp_defrag_config dc = { .mem_limit = 256 * 1024, .max_queues = 32 };
+	struct rxp_pktpool_config pc = {.name = "fzip", .n_pkts = 512, .n_bufs = 512, .n_large = 8};
+	struct rxp_defrag_config dc = {.mem_limit = 256 * 1024, .max_queues = 32};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
 	struct rxp_pktpool_stats st;
 	struct rxp_net n;

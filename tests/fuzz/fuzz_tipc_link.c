@@ -79,8 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t pos = 0;
 
 	if (!pp) {
-		struct rxp_pktpool_config c = { .name = "fuzz", .n_pkts = 4096,
-						.n_bufs = 4096, .n_large = 64 };
+		struct rxp_pktpool_config c = {
+			.name = "fuzz", .n_pkts = 4096, .n_bufs = 4096, .n_large = 64};
 
 		pp = rxp_pktpool_create(&c);
 		if (!pp)

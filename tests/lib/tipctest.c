@@ -48,8 +48,8 @@ void tt_sink_fn(void *arg, struct rxp_pkt *pkt)
 
 struct rxp_pktpool *tt_pool(void)
 {
-	struct rxp_pktpool_config c = { .name = "tipc", .n_pkts = 2048, .n_bufs = 2048,
-					.n_large = 128 };
+	struct rxp_pktpool_config c = {
+		.name = "tipc", .n_pkts = 2048, .n_bufs = 2048, .n_large = 128};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 
 	assert_non_null(pp);
@@ -97,8 +97,8 @@ struct rxp_pkt *tt_raw(struct rxp_pktpool *pp, const void *bytes, uint32_t len)
 	return p;
 }
 
-struct rxp_pkt *tt_raw_split(struct rxp_pktpool *pp, const void *bytes, uint32_t len,
-			     uint32_t head, uint32_t chunk)
+struct rxp_pkt *tt_raw_split(struct rxp_pktpool *pp, const void *bytes, uint32_t len, uint32_t head,
+			     uint32_t chunk)
 {
 	const uint8_t *b = bytes;
 	struct rxp_pkt *p;
@@ -144,8 +144,8 @@ void tt_bundle_finish(struct tt_bundle *b, unsigned msgcnt)
 		rxp_tipc_set(b->buf, RXP_TIPC_F_MSGCNT, msgcnt);
 }
 
-struct rxp_pkt *tt_frag(struct rxp_pktpool *pp, unsigned type, unsigned fragm_no,
-			const void *data, uint32_t len, unsigned hsize)
+struct rxp_pkt *tt_frag(struct rxp_pktpool *pp, unsigned type, unsigned fragm_no, const void *data,
+			uint32_t len, unsigned hsize)
 {
 	struct rxp_pkt *p = rxp_pkt_alloc(pp, hsize + len);
 	uint8_t *h;

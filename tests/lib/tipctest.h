@@ -17,7 +17,7 @@ struct tt_sink {
 	uint32_t size[TT_MAX_REC];
 	uint32_t user[TT_MAX_REC];
 	uint32_t sum[TT_MAX_REC]; /* simple checksum of all bytes */
-	unsigned nonlinear;      /* messages that arrived with page frags */
+	unsigned nonlinear; /* messages that arrived with page frags */
 };
 void tt_sink_fn(void *arg, struct rxp_pkt *pkt);
 uint32_t tt_sum(const uint8_t *p, uint32_t len);
@@ -38,8 +38,8 @@ uint32_t tt_write_msg(uint8_t *buf, unsigned user, unsigned type, unsigned hsize
 struct rxp_pkt *tt_raw(struct rxp_pktpool *pp, const void *bytes, uint32_t len);
 /* The same bytes split: first `head` bytes linear, the rest in page frags
  * of at most `chunk` bytes. */
-struct rxp_pkt *tt_raw_split(struct rxp_pktpool *pp, const void *bytes, uint32_t len,
-			     uint32_t head, uint32_t chunk);
+struct rxp_pkt *tt_raw_split(struct rxp_pktpool *pp, const void *bytes, uint32_t len, uint32_t head,
+			     uint32_t chunk);
 
 /* Bundle crafting in a byte buffer: tt_bundle_begin writes a 40-byte
  * bundler header (hsize given), tt_bundle_put appends inner bytes at
@@ -54,7 +54,7 @@ uint8_t *tt_bundle_put(struct tt_bundle *b, uint32_t len);
 void tt_bundle_finish(struct tt_bundle *b, unsigned msgcnt);
 
 /* A fragment packet: 40-byte (or hsize) FRAGMENTER header + data. */
-struct rxp_pkt *tt_frag(struct rxp_pktpool *pp, unsigned type, unsigned fragm_no,
-			const void *data, uint32_t len, unsigned hsize);
+struct rxp_pkt *tt_frag(struct rxp_pktpool *pp, unsigned type, unsigned fragm_no, const void *data,
+			uint32_t len, unsigned hsize);
 
 #endif

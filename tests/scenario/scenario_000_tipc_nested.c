@@ -89,28 +89,34 @@ static void test_nested_users_through_the_pipeline(void **state)
 		put_msg(&b, RXP_TIPC_MSG_BUNDLER, 64, r);
 		put_msg(&b, RXP_TIPC_HIGH_IMPORTANCE, 300, r); /* above the copy break */
 		tt_bundle_finish(&b, 3);
-		assert_int_equal(rxp_pcap_writer_write(wr, f, frame(f, b.buf, b.len, id++),
-						       1000000ull * r), 0);
+		assert_int_equal(
+			rxp_pcap_writer_write(wr, f, frame(f, b.buf, b.len, id++), 1000000ull * r),
+			0);
 		/* a FIRST and LAST fragment pair carrying a MSG_FRAGMENTER message */
 		tt_write_msg(inner, RXP_TIPC_MSG_FRAGMENTER, 0, 40, sizeof(inner), r);
 		p = tt_frag(pp, RXP_TIPC_FIRST_FRAGMENT, 1, inner, 300, 40);
 		assert_int_equal(rxp_pkt_copy_bits(p, 0, tb, p->len), 0);
 		assert_int_equal(rxp_pcap_writer_write(wr, f, frame(f, tb, p->len, id++),
-						       1000000ull * r + 1), 0);
+						       1000000ull * r + 1),
+				 0);
 		rxp_pkt_consume(p);
 		p = tt_frag(pp, RXP_TIPC_LAST_FRAGMENT, 2, inner + 300, sizeof(inner) - 300, 40);
 		assert_int_equal(rxp_pkt_copy_bits(p, 0, tb, p->len), 0);
 		assert_int_equal(rxp_pcap_writer_write(wr, f, frame(f, tb, p->len, id++),
-						       1000000ull * r + 2), 0);
+						       1000000ull * r + 2),
+				 0);
 		rxp_pkt_consume(p);
 	}
 	assert_int_equal(rxp_pcap_writer_close(wr), 0);
 
 	dev = rxp_pcap_open(path, pp);
 	assert_non_null(dev);
-	g = rxp_worker_group_create(&(struct rxp_worker_config){
-		.nworkers = 1, .dev = dev, .pp = pp, .tipc = true, .on_message = on_msg,
-		.wire_time = true });
+	g = rxp_worker_group_create(&(struct rxp_worker_config){.nworkers = 1,
+								.dev = dev,
+								.pp = pp,
+								.tipc = true,
+								.on_message = on_msg,
+								.wire_time = true});
 	assert_non_null(g);
 	while (rxp_worker_poll(rxp_worker_get(g, 0)) != -ENODATA)
 		;

@@ -33,10 +33,15 @@ static void on_dgram(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 static uint64_t run(bool linux_like, uint64_t *no_buffer)
 {
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "s001", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64 });
-	struct rxp_gen_config gc = { .seed = 1, .count = DGRAMS, .min_payload = 65000,
-				     .max_payload = 65000, .mtu = 1500, .loss = 0.01, .flows = 64 };
-	struct rxp_sim_config sc = { .nqueues = 1, .ring_size = 256, .n_pages = 512, .gen = &gc };
+		.name = "s001", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64});
+	struct rxp_gen_config gc = {.seed = 1,
+				    .count = DGRAMS,
+				    .min_payload = 65000,
+				    .max_payload = 65000,
+				    .mtu = 1500,
+				    .loss = 0.01,
+				    .flows = 64};
+	struct rxp_sim_config sc = {.nqueues = 1, .ring_size = 256, .n_pages = 512, .gen = &gc};
 	struct rxp_dev *dev = rxp_sim_open(&sc, pp);
 	struct rxp_worker_group *g;
 	struct rxp_dev_stats ds;
@@ -46,10 +51,10 @@ static uint64_t run(bool linux_like, uint64_t *no_buffer)
 		.nworkers = 1,
 		.dev = dev,
 		.pp = pp,
-		.defrag = { .pressure = linux_like ? RXP_DEFRAG_PRESSURE_LINUX
-						   : RXP_DEFRAG_PRESSURE_EVICT,
-			    .forward = linux_like },
-		.on_datagram = on_dgram });
+		.defrag = {.pressure = linux_like ? RXP_DEFRAG_PRESSURE_LINUX
+						  : RXP_DEFRAG_PRESSURE_EVICT,
+			   .forward = linux_like},
+		.on_datagram = on_dgram});
 	assert_non_null(g);
 	ok = bad = 0;
 	while (rxp_worker_poll(rxp_worker_get(g, 0)) != -ENODATA)
@@ -68,7 +73,8 @@ static void test_goodput_under_loss(void **state)
 	double ideal = DGRAMS * pow(0.99, 45);
 	uint64_t nb_r, nb_l, r = run(false, &nb_r), l = run(true, &nb_l);
 
-	printf("[scenario_001] 1%% loss, %d datagrams: ideal %.0f, rxpath %llu (rx_no_buffer %llu), "
+	printf("[scenario_001] 1%% loss, %d datagrams: ideal %.0f, rxpath %llu (rx_no_buffer "
+	       "%llu), "
 	       "linux-like %llu (rx_no_buffer %llu)\n",
 	       DGRAMS, ideal, (unsigned long long)r, (unsigned long long)nb_r,
 	       (unsigned long long)l, (unsigned long long)nb_l);

@@ -33,10 +33,15 @@ static void on_dgram(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 static void test_remote_frees_go_home(void **state)
 {
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "s004", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64 });
-	struct rxp_gen_config gc = { .seed = 4, .count = COUNT, .min_payload = 16,
-				     .max_payload = 6000, .ipv6_pct = 30, .mtu = 1500, .flows = 64 };
-	struct rxp_sim_config sc = { .nqueues = 1, .ring_size = 1024, .gen = &gc };
+		.name = "s004", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64});
+	struct rxp_gen_config gc = {.seed = 4,
+				    .count = COUNT,
+				    .min_payload = 16,
+				    .max_payload = 6000,
+				    .ipv6_pct = 30,
+				    .mtu = 1500,
+				    .flows = 64};
+	struct rxp_sim_config sc = {.nqueues = 1, .ring_size = 1024, .gen = &gc};
 	struct rxp_dev *dev = rxp_sim_open(&sc, pp);
 	struct rxp_worker_group *g;
 	struct rxp_pktpool_stats ps;
@@ -46,7 +51,7 @@ static void test_remote_frees_go_home(void **state)
 
 	assert_non_null(dev);
 	g = rxp_worker_group_create(&(struct rxp_worker_config){
-		.nworkers = 2, .dev = dev, .pp = pp, .on_datagram = on_dgram });
+		.nworkers = 2, .dev = dev, .pp = pp, .on_datagram = on_dgram});
 	assert_non_null(g);
 	assert_int_equal(rxp_worker_group_run(g, &stop), 0);
 	rxp_worker_get_stats(rxp_worker_get(g, 0), &w0);
@@ -63,7 +68,8 @@ static void test_remote_frees_go_home(void **state)
 			printf("[scenario_004] drop %s: %llu\n", rxp_drop_reason_name(r),
 			       (unsigned long long)ps.drops[r]);
 	rxp_dev_get_stats(dev, &ds);
-	printf("[scenario_004] device: rx_no_buffer %llu; worker 1 steered_in %llu, pkts free %llu\n",
+	printf("[scenario_004] device: rx_no_buffer %llu; worker 1 steered_in %llu, pkts free "
+	       "%llu\n",
 	       (unsigned long long)ds.rx_no_buffer, (unsigned long long)w1.steered_in,
 	       (unsigned long long)ps.pkts.free);
 	/* A starved worker 1 holds pages, so the ring may run dry: the NIC

@@ -20,10 +20,10 @@
 
 static uint64_t run(enum rxp_defrag_pressure pr, double loss, uint32_t ndg, struct rxpt_rng *rng)
 {
-	struct rxp_pktpool_config pc = { .name = "loss", .n_pkts = 8192, .n_bufs = 8192,
-					 .n_large = 4 };
+	struct rxp_pktpool_config pc = {
+		.name = "loss", .n_pkts = 8192, .n_bufs = 8192, .n_large = 4};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
-	struct rxp_defrag_config c = { .pressure = pr, .max_dist = -1 };
+	struct rxp_defrag_config c = {.pressure = pr, .max_dist = -1};
 	struct rxp_defrag_table *t = rxp_defrag_table_create(&c);
 	static uint8_t pl[NFRAG * FPAY];
 	uint64_t now = 0, ok;
@@ -32,7 +32,7 @@ static uint64_t run(enum rxp_defrag_pressure pr, double loss, uint32_t ndg, stru
 	assert_non_null(t);
 	rxpt_fill(pl, sizeof(pl), 1);
 	for (uint32_t d = 0; d < ndg; d++) {
-		struct dt4 h = { .id = (uint16_t)d, .src = htonl(0x0a000000u + (d >> 16)) };
+		struct dt4 h = {.id = (uint16_t)d, .src = htonl(0x0a000000u + (d >> 16))};
 
 		for (uint32_t i = 0; i < NFRAG; i++) {
 			struct rxp_pkt *r;
@@ -54,7 +54,7 @@ static uint64_t run(enum rxp_defrag_pressure pr, double loss, uint32_t ndg, stru
 
 static void test_goodput_vs_loss(void **state)
 {
-	static const double losses[] = { 0, 0.001, 0.005, 0.01, 0.02, 0.05 };
+	static const double losses[] = {0, 0.001, 0.005, 0.01, 0.02, 0.05};
 	const uint32_t ndg = 2000;
 	struct rxpt_rng rng;
 

@@ -88,9 +88,12 @@ static void test_soak(void **state)
 	const char *env = getenv("RXP_SOAK_FRAMES");
 	uint64_t total = env ? strtoull(env, NULL, 0) : 10000000ull;
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "soak", .n_pkts = 32768, .n_bufs = 16384, .n_large = 128 });
-	struct rxp_sim_config sc = { .nqueues = NW, .ring_size = 1024, .zero_len_rate = 0.001,
-				     .seed = 11, .src_open = open_wl };
+		.name = "soak", .n_pkts = 32768, .n_bufs = 16384, .n_large = 128});
+	struct rxp_sim_config sc = {.nqueues = NW,
+				    .ring_size = 1024,
+				    .zero_len_rate = 0.001,
+				    .seed = 11,
+				    .src_open = open_wl};
 	struct rxp_worker_stats st;
 	struct rxp_ip_stats i4, i6;
 	struct rxp_udp_stats u;
@@ -100,18 +103,18 @@ static void test_soak(void **state)
 	pthread_t th;
 	long rss_warm = 0, rss_max = 0;
 
-	wl = (struct rxp_workload_config){ .seed = rxpt_seed("soak"), .frames = total };
+	wl = (struct rxp_workload_config){.seed = rxpt_seed("soak"), .frames = total};
 	for (int i = 0; i < NW; i++)
 		s.buf[i] = malloc(1 << 17);
 	dev = rxp_sim_open(&sc, pp);
 	assert_non_null(dev);
-	grp = rxp_worker_group_create(&(struct rxp_worker_config){ .nworkers = NW,
-								   .dev = dev,
-								   .pp = pp,
-								   .tipc = true,
-								   .on_datagram = on_dgram,
-								   .on_message = on_msg,
-								   .arg = &s });
+	grp = rxp_worker_group_create(&(struct rxp_worker_config){.nworkers = NW,
+								  .dev = dev,
+								  .pp = pp,
+								  .tipc = true,
+								  .on_datagram = on_dgram,
+								  .on_message = on_msg,
+								  .arg = &s});
 	assert_non_null(grp);
 	assert_int_equal(pthread_create(&th, NULL, runner, NULL), 0);
 	while (!done) {

@@ -12,8 +12,8 @@
 
 static inline struct rxp_pktpool *dt_pool(void)
 {
-	struct rxp_pktpool_config c = { .name = "dfr", .n_pkts = 4096, .n_bufs = 4096,
-					.n_large = 16 };
+	struct rxp_pktpool_config c = {
+		.name = "dfr", .n_pkts = 4096, .n_bufs = 4096, .n_large = 16};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 
 	assert_non_null(pp);
@@ -41,7 +41,8 @@ static inline struct rxp_pkt *dt_frag4(struct rxp_pktpool *pp, const struct dt4 
 	ip->tos = d->tos;
 	ip->tot_len = htons((uint16_t)(20 + len));
 	ip->id = htons(d->id);
-	ip->frag_off = htons((uint16_t)((off / 8) | (mf ? RXP_IP_MF : 0) | (d->df ? RXP_IP_DF : 0)));
+	ip->frag_off =
+		htons((uint16_t)((off / 8) | (mf ? RXP_IP_MF : 0) | (d->df ? RXP_IP_DF : 0)));
 	ip->ttl = 64;
 	ip->protocol = d->proto ? d->proto : 17;
 	ip->saddr = d->src ? d->src : htonl(0x0a000001);
@@ -55,9 +56,9 @@ static inline struct rxp_pkt *dt_frag4(struct rxp_pktpool *pp, const struct dt4 
 struct dt6 {
 	uint8_t src[16], dst[16];
 	uint32_t id;
-	uint8_t nexthdr;  /* in the fragment header (default UDP) */
+	uint8_t nexthdr; /* in the fragment header (default UDP) */
 	uint8_t tc;
-	unsigned hbh;     /* bytes of Hop-by-Hop header before the fragment header (0, 8, 16) */
+	unsigned hbh; /* bytes of Hop-by-Hop header before the fragment header (0, 8, 16) */
 };
 
 static inline struct rxp_pkt *dt_frag6(struct rxp_pktpool *pp, const struct dt6 *d,

@@ -41,13 +41,13 @@ static void check_hdr(const struct rxp_pkt *r, uint32_t plen)
 /* In order, reversed, and shuffled: one datagram each, payload intact. */
 static void test_orders(void **state)
 {
-	static const int ord[3][4] = { { 0, 1, 2, 3 }, { 3, 2, 1, 0 }, { 2, 0, 3, 1 } };
+	static const int ord[3][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}};
 	struct env e;
 	uint8_t *pl = dt_payload(3000, 7);
 
 	env_up(&e, NULL);
 	for (int o = 0; o < 3; o++) {
-		struct dt4 d = { .id = (uint16_t)(100 + o) };
+		struct dt4 d = {.id = (uint16_t)(100 + o)};
 		struct rxp_pkt *r = NULL;
 
 		for (int i = 0; i < 4; i++) {
@@ -77,7 +77,7 @@ static void test_not_fragment_passes(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(100, 1);
-	struct dt4 d = { .id = 1 };
+	struct dt4 d = {.id = 1};
 
 	env_up(&e, NULL);
 	struct rxp_pkt *p = dt_frag4(e.pp, &d, pl, 0, 100, false);
@@ -93,7 +93,7 @@ static void test_duplicates(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(24, 3);
-	struct dt4 d = { .id = 5 };
+	struct dt4 d = {.id = 5};
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
@@ -122,7 +122,7 @@ static void test_contained_differs_is_dup(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(32, 3), *other = dt_payload(32, 99);
-	struct dt4 d = { .id = 6 };
+	struct dt4 d = {.id = 6};
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 16, true, 0));
@@ -144,7 +144,7 @@ static void test_overlap_strict(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(48, 3);
-	struct dt4 d = { .id = 7 };
+	struct dt4 d = {.id = 7};
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 16, true, 0));
@@ -165,7 +165,7 @@ static void test_conflicting_ends(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 3);
-	struct dt4 d = { .id = 8 };
+	struct dt4 d = {.id = 8};
 
 	env_up(&e, NULL);
 	/* Two MF=0 with different ends. */
@@ -197,7 +197,7 @@ static void test_mf_len_rounded(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(40, 3);
-	struct dt4 d = { .id = 12 };
+	struct dt4 d = {.id = 12};
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 21, true, 0)); /* counts as [0,16) */
@@ -215,7 +215,7 @@ static void test_too_big(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(65600, 3);
-	struct dt4 d = { .id = 13 };
+	struct dt4 d = {.id = 13};
 	struct rxp_pktpool_stats st;
 
 	env_up(&e, NULL);
@@ -240,12 +240,12 @@ static void test_ecn_df(void **state)
 
 	env_up(&e, NULL);
 	/* Not-ECT with CE: drop. */
-	struct dt4 a = { .id = 20, .tos = 0 }, b = { .id = 20, .tos = 3 };
+	struct dt4 a = {.id = 20, .tos = 0}, b = {.id = 20, .tos = 3};
 	assert_null(in4(&e, &a, pl, 0, 16, true, 0));
 	assert_null(in4(&e, &b, pl, 16, 16, false, 0));
 	assert_int_equal(dt_ctr(e.t).ReasmFails, 1);
 	/* ECT(0) with CE: CE. */
-	struct dt4 c0 = { .id = 21, .tos = 2 }, c1 = { .id = 21, .tos = 3 };
+	struct dt4 c0 = {.id = 21, .tos = 2}, c1 = {.id = 21, .tos = 3};
 	assert_null(in4(&e, &c0, pl, 0, 16, true, 0));
 	r = in4(&e, &c1, pl, 16, 16, false, 0);
 	assert_non_null(r);
@@ -253,7 +253,7 @@ static void test_ecn_df(void **state)
 	check_hdr(r, 32);
 	rxp_pkt_consume(r);
 	/* DF only on the smaller fragment: no DF; on the larger: DF. */
-	struct dt4 n = { .id = 22 }, f = { .id = 22, .df = true };
+	struct dt4 n = {.id = 22}, f = {.id = 22, .df = true};
 	assert_null(in4(&e, &n, pl, 0, 24, true, 0));
 	r = in4(&e, &f, pl, 24, 8, false, 0);
 	assert_non_null(r);
@@ -274,7 +274,7 @@ static void test_timeout_not_extended(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(32, 3);
-	struct dt4 d = { .id = 30 };
+	struct dt4 d = {.id = 30};
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
@@ -295,8 +295,9 @@ static void test_keys(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(16, 3);
-	struct dt4 a = { .id = 40, .proto = 17 }, b = { .id = 40, .proto = 6 };
-	struct dt4 rev = { .id = 40, .proto = 17, .src = htonl(0x0a000002), .dst = htonl(0x0a000001) };
+	struct dt4 a = {.id = 40, .proto = 17}, b = {.id = 40, .proto = 6};
+	struct dt4 rev = {
+		.id = 40, .proto = 17, .src = htonl(0x0a000002), .dst = htonl(0x0a000001)};
 	struct rxp_pkt *r;
 
 	env_up(&e, NULL);
@@ -327,9 +328,9 @@ static void test_keys(void **state)
 static void test_forward_keeps_boundaries(void **state)
 {
 	struct env e;
-	struct rxp_defrag_config c = { .forward = true };
+	struct rxp_defrag_config c = {.forward = true};
 	uint8_t *pl = dt_payload(4000, 3);
-	struct dt4 d = { .id = 50 };
+	struct dt4 d = {.id = 50};
 	struct rxp_pkt *r = NULL, *m;
 	int n = 0;
 
@@ -353,18 +354,18 @@ static void test_forward_keeps_boundaries(void **state)
 static void pressure_run(enum rxp_defrag_pressure pr, uint64_t *oks, uint64_t *evictions)
 {
 	struct env e;
-	struct rxp_defrag_config c = { .pressure = pr, .mem_limit = 64 * 1024 };
+	struct rxp_defrag_config c = {.pressure = pr, .mem_limit = 64 * 1024};
 	uint8_t *pl = dt_payload(1600, 3);
 	struct rxp_pkt *r = NULL;
 
 	env_up(&e, &c);
 	for (uint16_t id = 0; id < 200; id++) {
-		struct dt4 s = { .id = id, .src = htonl(0x0b000000u + id) };
+		struct dt4 s = {.id = id, .src = htonl(0x0b000000u + id)};
 
 		assert_null(in4(&e, &s, pl, 8, 8, true, id));
 	}
 	assert_true(dt_ctr(e.t).mem <= 64 * 1024 + 4096);
-	struct dt4 d = { .id = 999 };
+	struct dt4 d = {.id = 999};
 	assert_null(in4(&e, &d, pl, 0, 800, true, 1000));
 	r = in4(&e, &d, pl, 800, 800, false, 1000);
 	if (r)
@@ -392,9 +393,9 @@ static void test_pressure_policy(void **state)
 static void test_pressure_protects_nearly_complete(void **state)
 {
 	struct env e;
-	struct rxp_defrag_config c = { .mem_limit = 40 * 1024 };
+	struct rxp_defrag_config c = {.mem_limit = 40 * 1024};
 	uint8_t *pl = dt_payload(12000, 3);
-	struct dt4 d = { .id = 1 };
+	struct dt4 d = {.id = 1};
 	struct rxp_pkt *r;
 
 	env_up(&e, &c);
@@ -403,7 +404,7 @@ static void test_pressure_protects_nearly_complete(void **state)
 		assert_null(in4(&e, &d, pl, off, 1496, off + 1496 < 11968, 0));
 	/* Sparse newcomers cannot push it out. */
 	for (uint16_t id = 100; id < 200; id++) {
-		struct dt4 s = { .id = id, .src = htonl(0x0c000000u + id) };
+		struct dt4 s = {.id = id, .src = htonl(0x0c000000u + id)};
 
 		rxp_pkt_consume(in4(&e, &s, pl, 8, 8, true, 1));
 	}
@@ -419,13 +420,13 @@ static void test_pressure_protects_nearly_complete(void **state)
 static void test_queue_limit(void **state)
 {
 	struct env e;
-	struct rxp_defrag_config c = { .max_queues = 4, .pressure = RXP_DEFRAG_PRESSURE_LINUX };
+	struct rxp_defrag_config c = {.max_queues = 4, .pressure = RXP_DEFRAG_PRESSURE_LINUX};
 	uint8_t *pl = dt_payload(16, 3);
 	struct rxp_pktpool_stats st;
 
 	env_up(&e, &c);
 	for (uint16_t id = 0; id < 6; id++) {
-		struct dt4 s = { .id = id };
+		struct dt4 s = {.id = id};
 
 		assert_null(in4(&e, &s, pl, 0, 8, true, 0));
 	}
@@ -441,13 +442,13 @@ static void test_max_dist(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(16, 3);
-	struct dt4 d = { .id = 1 };
+	struct dt4 d = {.id = 1};
 	struct rxp_pkt *r;
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 8, true, 0));
 	for (int i = 0; i < 70; i++) {
-		struct dt4 o = { .id = (uint16_t)(1000 + i) };
+		struct dt4 o = {.id = (uint16_t)(1000 + i)};
 
 		assert_null(in4(&e, &o, pl, 0, 8, true, 0));
 	}
@@ -466,14 +467,14 @@ static void test_max_dist(void **state)
 static void test_fragmentsmack_churn(void **state)
 {
 	struct env e;
-	struct rxp_defrag_config c = { .mem_limit = 1 << 20 };
+	struct rxp_defrag_config c = {.mem_limit = 1 << 20};
 	uint8_t *pl = dt_payload(65536, 3);
 	struct rxpt_rng rng;
 
 	rxpt_rng_seed(&rng, rxpt_seed("fragmentsmack"));
 	env_up(&e, &c);
 	for (int i = 0; i < 3000; i++) {
-		struct dt4 s = { .id = (uint16_t)rxpt_rng_below(&rng, 8) };
+		struct dt4 s = {.id = (uint16_t)rxpt_rng_below(&rng, 8)};
 		uint32_t off = (uint32_t)rxpt_rng_below(&rng, 8000) * 8 + 8;
 
 		assert_null(in4(&e, &s, pl, off, 8, true, 0));
@@ -491,7 +492,7 @@ static void test_tiny_fragment_overlap(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 3);
-	struct dt4 d = { .id = 60, .proto = 6 };
+	struct dt4 d = {.id = 60, .proto = 6};
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 24, true, 0));
@@ -507,7 +508,7 @@ static void test_many_fragments(void **state)
 	struct env e;
 	uint32_t plen = 65000, step = 1232, n = (plen + step - 1) / step, order[64];
 	uint8_t *pl = dt_payload(plen, 5);
-	struct dt4 d = { .id = 70 };
+	struct dt4 d = {.id = 70};
 	struct rxpt_rng rng;
 	struct rxp_pkt *r = NULL;
 
@@ -541,8 +542,9 @@ static void test_many_fragments(void **state)
  * source. Every datagram completes once, intact. */
 static void test_many_in_flight(void **state)
 {
-	struct rxp_defrag_config c = { .max_queues = 1024, .mem_limit = 64u << 20,
-					.max_dist = -1 /* 500 datagrams per source */ };
+	struct rxp_defrag_config c = {.max_queues = 1024,
+				      .mem_limit = 64u << 20,
+				      .max_dist = -1 /* 500 datagrams per source */};
 	enum { ND = 1000, K = 3, FL = 400 };
 	uint8_t *pl = dt_payload(K * FL, 9);
 	struct env e;
@@ -551,8 +553,10 @@ static void test_many_in_flight(void **state)
 	env_up(&e, &c);
 	for (uint32_t r = 0; r < K; r++) {
 		for (uint32_t i = 0; i < ND; i++) {
-			struct dt4 d = { .src = 0x0a000001u + (i & 1), .dst = 0x0a000063u,
-					 .id = (uint16_t)(i / 2), .proto = 17 };
+			struct dt4 d = {.src = 0x0a000001u + (i & 1),
+					.dst = 0x0a000063u,
+					.id = (uint16_t)(i / 2),
+					.proto = 17};
 			/* odd datagrams reversed, even in order */
 			uint32_t k = (i & 1) ? K - 1 - r : r;
 			struct rxp_pkt *res = in4(&e, &d, pl, k * FL, FL, k != K - 1, 1);

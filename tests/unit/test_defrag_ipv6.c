@@ -45,7 +45,7 @@ static void test_basic_exthdr(void **state)
 
 	env_up(&e, NULL);
 	for (unsigned hbh = 0; hbh <= 16; hbh += 8) {
-		struct dt6 d = { .id = 1000 + hbh, .hbh = hbh };
+		struct dt6 d = {.id = 1000 + hbh, .hbh = hbh};
 		struct rxp_pkt *r;
 		const struct rxp_ipv6hdr *ip;
 
@@ -74,7 +74,7 @@ static void test_atomic(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 9);
-	struct dt6 d = { .id = 7 };
+	struct dt6 d = {.id = 7};
 	struct rxp_pkt *r;
 
 	env_up(&e, NULL);
@@ -99,7 +99,7 @@ static void test_truncated_upper(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 9);
-	struct dt6 tcp = { .id = 8, .nexthdr = RXP_IPPROTO_TCP };
+	struct dt6 tcp = {.id = 8, .nexthdr = RXP_IPPROTO_TCP};
 
 	env_up(&e, NULL);
 	assert_null(in6(&e, &tcp, pl, 0, 16, true, 0)); /* 16 < 20 bytes of TCP */
@@ -113,7 +113,7 @@ static void test_nested_fraghdr(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 9);
-	struct dt6 d = { .id = 9, .nexthdr = RXP_IPPROTO_FRAGMENT };
+	struct dt6 d = {.id = 9, .nexthdr = RXP_IPPROTO_FRAGMENT};
 
 	env_up(&e, NULL);
 	assert_null(in6(&e, &d, pl, 0, 32, true, 0));
@@ -128,7 +128,7 @@ static void test_mf_len_drops(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 9);
-	struct dt6 d = { .id = 10 };
+	struct dt6 d = {.id = 10};
 	struct rxp_pkt *r;
 
 	env_up(&e, NULL);
@@ -147,7 +147,7 @@ static void test_overlap_and_dup(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 9);
-	struct dt6 d = { .id = 11 };
+	struct dt6 d = {.id = 11};
 	struct rxp_pkt *r;
 
 	env_up(&e, NULL);
@@ -172,7 +172,7 @@ static void test_nexthdr_from_first(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(64, 9);
-	struct dt6 a = { .id = 13, .nexthdr = RXP_IPPROTO_UDP }, b = { .id = 13, .nexthdr = 99 };
+	struct dt6 a = {.id = 13, .nexthdr = RXP_IPPROTO_UDP}, b = {.id = 13, .nexthdr = 99};
 	struct rxp_pkt *r;
 
 	env_up(&e, NULL);
@@ -189,9 +189,9 @@ static void test_nexthdr_from_first(void **state)
 static void test_zone(void **state)
 {
 	struct env e1, e2;
-	struct rxp_defrag_config z1 = { .zone = 1 };
+	struct rxp_defrag_config z1 = {.zone = 1};
 	uint8_t *pl = dt_payload(32, 9);
-	struct dt6 ll = { .id = 14, .dst = { 0xfe, 0x80, [15] = 2 } };
+	struct dt6 ll = {.id = 14, .dst = {0xfe, 0x80, [15] = 2}};
 
 	env_up(&e1, &z1);
 	env_up(&e2, NULL);
@@ -211,8 +211,8 @@ static void test_ecn_and_timeout(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(32, 9);
-	struct dt6 n = { .id = 15, .tc = 0 }, ce = { .id = 15, .tc = 3 };
-	struct dt6 e0 = { .id = 16, .tc = 2 }, ce2 = { .id = 16, .tc = 3 };
+	struct dt6 n = {.id = 15, .tc = 0}, ce = {.id = 15, .tc = 3};
+	struct dt6 e0 = {.id = 16, .tc = 2}, ce2 = {.id = 16, .tc = 3};
 	struct rxp_pkt *r;
 
 	env_up(&e, NULL);
@@ -238,7 +238,7 @@ static void test_too_big(void **state)
 {
 	struct env e;
 	uint8_t *pl = dt_payload(65600, 9);
-	struct dt6 d = { .id = 18 };
+	struct dt6 d = {.id = 18};
 
 	env_up(&e, NULL);
 	assert_null(in6(&e, &d, pl, 65528, 16, false, 0));
@@ -250,16 +250,11 @@ static void test_too_big(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic_exthdr),
-		cmocka_unit_test(test_atomic),
-		cmocka_unit_test(test_truncated_upper),
-		cmocka_unit_test(test_nested_fraghdr),
-		cmocka_unit_test(test_mf_len_drops),
-		cmocka_unit_test(test_overlap_and_dup),
-		cmocka_unit_test(test_nexthdr_from_first),
-		cmocka_unit_test(test_zone),
-		cmocka_unit_test(test_ecn_and_timeout),
-		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_basic_exthdr),	   cmocka_unit_test(test_atomic),
+		cmocka_unit_test(test_truncated_upper),	   cmocka_unit_test(test_nested_fraghdr),
+		cmocka_unit_test(test_mf_len_drops),	   cmocka_unit_test(test_overlap_and_dup),
+		cmocka_unit_test(test_nexthdr_from_first), cmocka_unit_test(test_zone),
+		cmocka_unit_test(test_ecn_and_timeout),	   cmocka_unit_test(test_too_big),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,21 +18,25 @@ static void on_overlap(void *arg, const struct rxp_defrag_overlap *ov)
  * F3 [32,40) '3' last. Expected owner of the 8-byte blocks 0..4 per policy
  * under the pairwise rules in defrag.h (worked by hand). */
 static const char *const expect[RXP_DEFRAG_POLICY_MAX] = {
-	[RXP_DEFRAG_FIRST] = "21153", [RXP_DEFRAG_LAST] = "55553",
-	[RXP_DEFRAG_BSD] = "22553",   [RXP_DEFRAG_BSD_RIGHT] = "55553",
-	[RXP_DEFRAG_LINUX] = "55553", [RXP_DEFRAG_WINDOWS] = "25553",
+	[RXP_DEFRAG_FIRST] = "21153",	[RXP_DEFRAG_LAST] = "55553",
+	[RXP_DEFRAG_BSD] = "22553",	[RXP_DEFRAG_BSD_RIGHT] = "55553",
+	[RXP_DEFRAG_LINUX] = "55553",	[RXP_DEFRAG_WINDOWS] = "25553",
 	[RXP_DEFRAG_SOLARIS] = "25553",
 };
 
 static void run(int fam, enum rxp_defrag_policy pol)
 {
 	struct rxp_pktpool *pp = dt_pool();
-	struct ovs o = { 0 };
-	struct rxp_defrag_config c = { .policy = pol, .overlap_cb = on_overlap, .overlap_arg = &o };
+	struct ovs o = {0};
+	struct rxp_defrag_config c = {.policy = pol, .overlap_cb = on_overlap, .overlap_arg = &o};
 	struct rxp_defrag_table *t = rxp_defrag_table_create(&c);
-	static const struct { uint32_t off, len; bool mf; char ch; } f[5] = {
-		{ 8, 16, true, '1' }, { 0, 16, true, '2' }, { 8, 16, true, '4' },
-		{ 0, 32, true, '5' }, { 32, 8, false, '3' },
+	static const struct {
+		uint32_t off, len;
+		bool mf;
+		char ch;
+	} f[5] = {
+		{8, 16, true, '1'}, {0, 16, true, '2'},	 {8, 16, true, '4'},
+		{0, 32, true, '5'}, {32, 8, false, '3'},
 	};
 	struct rxp_pkt *r = NULL;
 	uint8_t pl[40], got[40];
@@ -43,11 +47,11 @@ static void run(int fam, enum rxp_defrag_policy pol)
 
 		memset(pl, f[i].ch, sizeof(pl));
 		if (fam == 4) {
-			struct dt4 d = { .id = 1 };
+			struct dt4 d = {.id = 1};
 
 			p = dt_frag4(pp, &d, pl, f[i].off, f[i].len, f[i].mf);
 		} else {
-			struct dt6 d = { .id = 1 };
+			struct dt6 d = {.id = 1};
 
 			p = dt_frag6(pp, &d, pl, f[i].off, f[i].len, f[i].mf);
 		}
@@ -60,8 +64,9 @@ static void run(int fam, enum rxp_defrag_policy pol)
 	for (int b = 0; b < 5; b++)
 		for (int i = 0; i < 8; i++)
 			if (got[b * 8 + i] != (uint8_t)expect[pol][b])
-				fail_msg("%s v%d block %d: got %c want %c", rxp_defrag_policy_name(pol),
-					 fam, b, got[b * 8 + i], expect[pol][b]);
+				fail_msg("%s v%d block %d: got %c want %c",
+					 rxp_defrag_policy_name(pol), fam, b, got[b * 8 + i],
+					 expect[pol][b]);
 	rxp_pkt_consume(r);
 	/* F2, F4 and F5 each overlap earlier data with other bytes. */
 	assert_int_equal(o.n, 3);
@@ -87,7 +92,7 @@ static void test_strict_pattern(void **state)
 	struct rxp_pktpool *pp = dt_pool();
 	struct rxp_defrag_table *t = rxp_defrag_table_create(NULL);
 	uint8_t pl[32];
-	struct dt4 d = { .id = 1 };
+	struct dt4 d = {.id = 1};
 
 	memset(pl, 'x', sizeof(pl));
 	assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, 8, 16, true), 0));
@@ -104,13 +109,16 @@ static void test_strict_pattern(void **state)
  * Novak 2005) as Suricata's defrag tests lay it out: 9 original fragments,
  * then 7 overlapping ones, then the last; each fragment is one letter.
  * Offsets and lengths in bytes. */
-static const struct { uint32_t off, len; bool mf; char ch; } novak[17] = {
-	{ 0, 24, true, 'A' },   { 32, 16, true, 'B' },  { 48, 24, true, 'C' },
-	{ 80, 8, true, 'D' },   { 104, 16, true, 'E' }, { 120, 24, true, 'F' },
-	{ 144, 16, true, 'G' }, { 160, 16, true, 'H' }, { 176, 8, true, 'I' },
-	{ 8, 32, true, 'J' },   { 48, 24, true, 'K' },  { 72, 24, true, 'L' },
-	{ 96, 24, true, 'M' },  { 128, 8, true, 'N' },  { 152, 8, true, 'O' },
-	{ 160, 8, true, 'P' },  { 176, 16, false, 'Q' },
+static const struct {
+	uint32_t off, len;
+	bool mf;
+	char ch;
+} novak[17] = {
+	{0, 24, true, 'A'},    {32, 16, true, 'B'},  {48, 24, true, 'C'},  {80, 8, true, 'D'},
+	{104, 16, true, 'E'},  {120, 24, true, 'F'}, {144, 16, true, 'G'}, {160, 16, true, 'H'},
+	{176, 8, true, 'I'},   {8, 32, true, 'J'},   {48, 24, true, 'K'},  {72, 24, true, 'L'},
+	{96, 24, true, 'M'},   {128, 8, true, 'N'},  {152, 8, true, 'O'},  {160, 8, true, 'P'},
+	{176, 16, false, 'Q'},
 };
 
 /* The 24 8-byte blocks of the result per policy, as Suricata's tests
@@ -127,7 +135,7 @@ static const char *const novak_expect[RXP_DEFRAG_POLICY_MAX] = {
 static void novak_run(int fam, enum rxp_defrag_policy pol)
 {
 	struct rxp_pktpool *pp = dt_pool();
-	struct rxp_defrag_config c = { .policy = pol };
+	struct rxp_defrag_config c = {.policy = pol};
 	struct rxp_defrag_table *t = rxp_defrag_table_create(&c);
 	uint8_t pl[192], got[192];
 	struct rxp_pkt *r = NULL;
@@ -138,11 +146,11 @@ static void novak_run(int fam, enum rxp_defrag_policy pol)
 
 		memset(pl, novak[i].ch, sizeof(pl));
 		if (fam == 4) {
-			struct dt4 d = { .id = 1, .proto = 1 };
+			struct dt4 d = {.id = 1, .proto = 1};
 
 			p = dt_frag4(pp, &d, pl, novak[i].off, novak[i].len, novak[i].mf);
 		} else {
-			struct dt6 d = { .id = 1, .nexthdr = RXP_IPPROTO_ICMPV6 };
+			struct dt6 d = {.id = 1, .nexthdr = RXP_IPPROTO_ICMPV6};
 
 			p = dt_frag6(pp, &d, pl, novak[i].off, novak[i].len, novak[i].mf);
 		}
@@ -182,11 +190,11 @@ static void test_sturges_novak_strict(void **state)
 	uint8_t pl[192];
 
 	for (int i = 0; i < 17; i++) {
-		struct dt4 d = { .id = 1, .proto = 1 };
+		struct dt4 d = {.id = 1, .proto = 1};
 
 		memset(pl, novak[i].ch, sizeof(pl));
-		assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, novak[i].off, novak[i].len,
-						   novak[i].mf), 0));
+		assert_null(rxp_defrag(
+			t, dt_frag4(pp, &d, pl, novak[i].off, novak[i].len, novak[i].mf), 0));
 	}
 	assert_true(dt_ctr(t).ReasmOverlaps >= 1);
 	assert_int_equal(dt_ctr(t).ReasmOKs, 0);
@@ -200,7 +208,9 @@ static void test_names(void **state)
 	enum rxp_defrag_policy p;
 
 	for (int i = 0; i < RXP_DEFRAG_POLICY_MAX; i++) {
-		assert_int_equal(rxp_defrag_policy_parse(rxp_defrag_policy_name((enum rxp_defrag_policy)i), &p), 0);
+		assert_int_equal(rxp_defrag_policy_parse(
+					 rxp_defrag_policy_name((enum rxp_defrag_policy)i), &p),
+				 0);
 		assert_int_equal(p, i);
 	}
 	assert_int_equal(rxp_defrag_policy_parse("nope", &p), -22);
@@ -212,9 +222,9 @@ static void test_policy_end_past_max(void **state)
 {
 	struct rxp_pktpool *pp = dt_pool();
 	struct rxp_defrag_table *t = rxp_defrag_table_create(
-		&(struct rxp_defrag_config){ .policy = RXP_DEFRAG_LINUX, .max_queues = 1 });
+		&(struct rxp_defrag_config){.policy = RXP_DEFRAG_LINUX, .max_queues = 1});
 	static uint8_t pl[70000];
-	struct dt4 d = { .id = 7 };
+	struct dt4 d = {.id = 7};
 	struct rxp_pktpool_stats st;
 
 	assert_non_null(t);
@@ -230,11 +240,11 @@ static void test_policy_end_past_max(void **state)
 static void test_policy_overlaps_respect_cap(void **state)
 {
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "m", .n_pkts = 8192, .n_bufs = 8192, .n_large = 16 });
-	struct rxp_defrag_table *t = rxp_defrag_table_create(&(struct rxp_defrag_config){
-		.policy = RXP_DEFRAG_LINUX, .mem_limit = 64 * 1024 });
+		.name = "m", .n_pkts = 8192, .n_bufs = 8192, .n_large = 16});
+	struct rxp_defrag_table *t = rxp_defrag_table_create(
+		&(struct rxp_defrag_config){.policy = RXP_DEFRAG_LINUX, .mem_limit = 64 * 1024});
 	static uint8_t pl[4096];
-	struct dt4 d = { .id = 7 };
+	struct dt4 d = {.id = 7};
 	struct rxp_defrag_counters k;
 
 	assert_null(rxp_defrag(t, dt_frag4(pp, &d, pl, 0, 1592, true), 1));

@@ -41,14 +41,22 @@ static void m_reset(struct model *m)
 static bool m_wins(enum rxp_defrag_policy p, const struct mfrag *n, const struct mfrag *o)
 {
 	switch (p) {
-	case RXP_DEFRAG_FIRST: return false;
-	case RXP_DEFRAG_LAST: return true;
-	case RXP_DEFRAG_BSD: return n->off < o->off;
-	case RXP_DEFRAG_BSD_RIGHT: return n->off <= o->off && n->end > o->end;
-	case RXP_DEFRAG_LINUX: return n->off <= o->off;
-	case RXP_DEFRAG_WINDOWS: return n->off < o->off && n->end > o->end;
-	case RXP_DEFRAG_SOLARIS: return n->off < o->off && n->end >= o->end;
-	default: return false;
+	case RXP_DEFRAG_FIRST:
+		return false;
+	case RXP_DEFRAG_LAST:
+		return true;
+	case RXP_DEFRAG_BSD:
+		return n->off < o->off;
+	case RXP_DEFRAG_BSD_RIGHT:
+		return n->off <= o->off && n->end > o->end;
+	case RXP_DEFRAG_LINUX:
+		return n->off <= o->off;
+	case RXP_DEFRAG_WINDOWS:
+		return n->off < o->off && n->end > o->end;
+	case RXP_DEFRAG_SOLARIS:
+		return n->off < o->off && n->end >= o->end;
+	default:
+		return false;
 	}
 }
 
@@ -149,7 +157,7 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 		       uint64_t *completed)
 {
 	struct rxp_pktpool *pp = dt_pool();
-	struct rxp_defrag_config cfg = { .policy = pol, .max_dist = -1, .max_queues = 64 };
+	struct rxp_defrag_config cfg = {.policy = pol, .max_dist = -1, .max_queues = 64};
 	struct rxp_defrag_table *t = rxp_defrag_table_create(&cfg);
 	static uint8_t pl[4096], alt[4096], mout[4096], eout[4096 + 64];
 	uint64_t now = 0;
@@ -170,7 +178,7 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 
 			if (off + len >= L || n == 11)
 				len = L - off;
-			fr[n++] = (struct mfrag){ off, off + len, off + len < L, pl };
+			fr[n++] = (struct mfrag){off, off + len, off + len < L, pl};
 			off += len;
 		}
 		/* losses */
@@ -197,8 +205,8 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 					len = L - off;
 					mf = false;
 				}
-				fr[n++] = (struct mfrag){ off, off + len, mf,
-							  rxpt_rng_below(rng, 2) ? alt : pl };
+				fr[n++] = (struct mfrag){off, off + len, mf,
+							 rxpt_rng_below(rng, 2) ? alt : pl};
 			}
 		}
 		/* a permutation */
@@ -218,13 +226,15 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 			uint32_t hl = fam == 4 ? 20 : 48;
 
 			if (fam == 4) {
-				struct dt4 d = { .id = id };
+				struct dt4 d = {.id = id};
 
-				p = dt_frag4(pp, &d, fr[i].src, fr[i].off, fr[i].end - fr[i].off, fr[i].mf);
+				p = dt_frag4(pp, &d, fr[i].src, fr[i].off, fr[i].end - fr[i].off,
+					     fr[i].mf);
 			} else {
-				struct dt6 d = { .id = id };
+				struct dt6 d = {.id = id};
 
-				p = dt_frag6(pp, &d, fr[i].src, fr[i].off, fr[i].end - fr[i].off, fr[i].mf);
+				p = dt_frag6(pp, &d, fr[i].src, fr[i].off, fr[i].end - fr[i].off,
+					     fr[i].mf);
 			}
 			r = rxp_defrag(t, p, now);
 			if (!mdone && r)
@@ -233,7 +243,8 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 				fail_msg("case %lu frag %d: model completed, engine did not", c, i);
 			if (r) {
 				assert_int_equal(r->len, (fam == 4 ? 20 : 40) + mlen);
-				assert_int_equal(rxp_pkt_copy_bits(r, fam == 4 ? 20 : 40, eout, mlen), 0);
+				assert_int_equal(
+					rxp_pkt_copy_bits(r, fam == 4 ? 20 : 40, eout, mlen), 0);
 				if (memcmp(eout, mout, mlen))
 					fail_msg("case %lu: payload differs", c);
 				rxp_pkt_consume(r);
@@ -262,7 +273,8 @@ static void test_property(void **state)
 			total += cases;
 		}
 	}
-	printf("defrag property: %lu cases (%lu datagrams completed) across %d policies x 2 families\n",
+	printf("defrag property: %lu cases (%lu datagrams completed) across %d policies x 2 "
+	       "families\n",
 	       total, completed, RXP_DEFRAG_POLICY_MAX);
 }
 

@@ -68,10 +68,10 @@ static struct rxp_pkt *mkdgram(struct rxp_pktpool *pp, bool v6, uint32_t plen, u
 static void roundtrip(bool v6, unsigned cases)
 {
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "rt", .n_pkts = 4096, .n_bufs = 4096, .n_large = 128 });
-	struct rxp_ipid_table *ids = rxp_ipid_create(&(struct rxp_ipid_config){ .n_buckets = 1024 });
-	struct rxp_defrag_table *t = rxp_defrag_table_create(&(struct rxp_defrag_config){
-		.mem_limit = 64u << 20 });
+		.name = "rt", .n_pkts = 4096, .n_bufs = 4096, .n_large = 128});
+	struct rxp_ipid_table *ids = rxp_ipid_create(&(struct rxp_ipid_config){.n_buckets = 1024});
+	struct rxp_defrag_table *t =
+		rxp_defrag_table_create(&(struct rxp_defrag_config){.mem_limit = 64u << 20});
 	static uint8_t ref[70000], got[70000];
 	static struct rxp_pkt *frags[2048];
 	unsigned long nfrags = 0;
@@ -99,7 +99,8 @@ static void roundtrip(bool v6, unsigned cases)
 			int rc = rxp_ip_fragment(p, mtu, ids, &q);
 
 			if (rc <= 0)
-				fail_msg("case %u: rxp_ip_fragment %d (%u bytes, mtu %u)", c, rc, plen, mtu);
+				fail_msg("case %u: rxp_ip_fragment %d (%u bytes, mtu %u)", c, rc,
+					 plen, mtu);
 		}
 		while ((p = rxp_pkt_dequeue(&q)))
 			frags[n++] = p;
@@ -119,8 +120,8 @@ static void roundtrip(bool v6, unsigned cases)
 			}
 		}
 		if (!out)
-			fail_msg("case %u (%s, %u bytes, mtu %u): not reassembled", c, v6 ? "v6" : "v4",
-				 plen, mtu);
+			fail_msg("case %u (%s, %u bytes, mtu %u): not reassembled", c,
+				 v6 ? "v6" : "v4", plen, mtu);
 		assert_int_equal(out->len, hl + 8 + plen);
 		assert_int_equal(rxp_pkt_copy_bits(out, 0, got, out->len), 0);
 		/* payload, UDP header and addresses as sent; IDs and checksum may differ */

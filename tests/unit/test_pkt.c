@@ -8,7 +8,7 @@
 
 static struct rxp_pktpool *mkpool(void)
 {
-	struct rxp_pktpool_config c = { .name = "t", .n_pkts = 256, .n_bufs = 256, .n_large = 8 };
+	struct rxp_pktpool_config c = {.name = "t", .n_pkts = 256, .n_bufs = 256, .n_large = 8};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 
 	assert_non_null(pp);
@@ -44,7 +44,8 @@ static void check_bytes(const struct rxp_pkt *p, uint32_t seed, uint32_t from)
 	assert_int_equal(rxp_pkt_copy_bits(p, 0, buf, p->len), 0);
 	for (uint32_t i = 0; i < p->len; i++)
 		if (buf[i] != (uint8_t)(seed + (from + i) * 131u))
-			fail_msg("byte %u: %#x != %#x", i, buf[i], (uint8_t)(seed + (from + i) * 131u));
+			fail_msg("byte %u: %#x != %#x", i, buf[i],
+				 (uint8_t)(seed + (from + i) * 131u));
 	free(buf);
 }
 
@@ -174,7 +175,7 @@ static void test_clone_refcounts(void **state)
 static void test_trim(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
-	uint32_t cuts[] = { 349, 300, 260, 250, 220, 200, 150, 100, 50, 1, 0 };
+	uint32_t cuts[] = {349, 300, 260, 250, 220, 200, 150, 100, 50, 1, 0};
 
 	for (unsigned k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
 		struct rxp_pkt *p = mkpkt(pp, 100, 9);
@@ -373,8 +374,8 @@ static void test_build_and_drop_counts(void **state)
 
 static void test_exhaustion(void **state)
 {
-	struct rxp_pktpool_config c = { .name = "x", .n_pkts = 8, .n_bufs = 8, .n_large = 1,
-					.cache_size = 4 };
+	struct rxp_pktpool_config c = {
+		.name = "x", .n_pkts = 8, .n_bufs = 8, .n_large = 1, .cache_size = 4};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 	struct rxp_pkt *p[9];
 	struct rxp_pktpool_stats st;

@@ -251,7 +251,7 @@ static void test_random_sequences(void **state)
 	unsigned long ops = 0;
 
 	rxpt_rng_seed(&rng, rxpt_seed("pkt_property"));
-	pp = rxp_pktpool_create(&(struct rxp_pktpool_config){ .n_pkts = 512, .n_large = 16 });
+	pp = rxp_pktpool_create(&(struct rxp_pktpool_config){.n_pkts = 512, .n_large = 16});
 	assert_non_null(pp);
 	for (unsigned i = 0; i < seqs; i++) {
 		unsigned steps = 5 + (unsigned)rxpt_rng_below(&rng, 40);

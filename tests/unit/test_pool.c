@@ -11,8 +11,8 @@
 
 static struct rxp_pool *mk(unsigned n, unsigned cache, unsigned defer_max)
 {
-	struct rxp_pool_config c = { .name = "tp", .obj_size = 100, .n = n,
-				     .cache_size = cache, .defer_max = defer_max };
+	struct rxp_pool_config c = {
+		.name = "tp", .obj_size = 100, .n = n, .cache_size = cache, .defer_max = defer_max};
 	struct rxp_pool *p = rxp_pool_create(&c);
 
 	assert_non_null(p);
@@ -82,7 +82,7 @@ static void test_bulk_and_nocache(void **state)
 
 static void test_bad_config(void **state)
 {
-	struct rxp_pool_config c = { .obj_size = 0, .n = 10 };
+	struct rxp_pool_config c = {.obj_size = 0, .n = 10};
 
 	assert_null(rxp_pool_create(&c));
 	c.obj_size = 8;
@@ -131,7 +131,7 @@ static void *consumer(void *arg)
 
 static void run_xfer(unsigned defer_max, struct rxp_pool_stats *st)
 {
-	struct xfer x = { .rounds = 200000 };
+	struct xfer x = {.rounds = 200000};
 	pthread_t t;
 	long sent = 0;
 
@@ -189,7 +189,7 @@ static void test_remote_free_cap_overflow(void **state)
 	 * drain: 16 fit on our deferred list, the rest go to the ring. */
 	for (int i = 0; i < 100; i++)
 		objs[i] = rxp_pool_get(p);
-	struct xfer x = { .p = p };
+	struct xfer x = {.p = p};
 	for (int i = 0; i < 64; i++)
 		atomic_store(&x.slot[i], objs[i]);
 	atomic_store(&x.done_alloc, 1);
@@ -268,7 +268,7 @@ static void test_leak_report_catches_injected_leak(void **state)
 	assert_non_null(strstr(logbuf, "1 of 64 objects leaked"));
 
 	/* and through a packet pool: a forgotten packet is reported */
-	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){ .n_pkts = 16 });
+	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){.n_pkts = 16});
 	struct rxp_pkt *pkt = rxp_pkt_alloc(pp, 10);
 	assert_non_null(pkt);
 	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
@@ -296,7 +296,7 @@ static void *free_pkts(void *arg)
 
 static void test_pkt_remote_free(void **state)
 {
-	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){ .n_pkts = 512 });
+	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){.n_pkts = 512});
 	struct rxp_pkt_queue q;
 	struct rxp_pktpool_stats st;
 	pthread_t t;

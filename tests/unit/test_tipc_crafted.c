@@ -166,7 +166,7 @@ static void test_c06_inner_bad_header(void **state)
 		p = tt_bundle_put(&tb, 64);
 		tt_write_msg(p, 0, 0, 40, 64, 1);
 		if (k == 0)
-			rxp_tipc_set(p, RXP_TIPC_F_HSIZE_WORDS, 5);  /* 20 */
+			rxp_tipc_set(p, RXP_TIPC_F_HSIZE_WORDS, 5); /* 20 */
 		else if (k == 1)
 			rxp_tipc_set(p, RXP_TIPC_F_HSIZE_WORDS, 0);
 		else
@@ -176,7 +176,7 @@ static void test_c06_inner_bad_header(void **state)
 		send_bundle(f);
 	}
 	assert_int_equal(f->s.n, 3);
-	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_HDR], 3);    /* the inner */
+	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_HDR], 3); /* the inner */
 	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_BUNDLE], 3); /* the outer */
 	only_drops(f, 6);
 }
@@ -185,7 +185,7 @@ static void test_c06_inner_bad_header(void **state)
 static void test_c07_msgcnt_wrong(void **state)
 {
 	struct fx *f = *state;
-	static const unsigned cnts[] = { 0, 1, 65535, 3 };
+	static const unsigned cnts[] = {0, 1, 65535, 3};
 
 	for (unsigned i = 0; i < 4; i++) {
 		tt_bundle_begin(&tb, 40);
@@ -226,7 +226,7 @@ static void test_c09_trailing_bytes(void **state)
 		put_msg(0, 40, 48);
 		memset(tt_bundle_put(&tb, t), 0xab, t); /* inside size */
 		tt_bundle_finish(&tb, 1);
-		memset(tb.buf + tb.len, 0xcd, t);       /* beyond size */
+		memset(tb.buf + tb.len, 0xcd, t); /* beyond size */
 		rxp_tipc_link_rcv(&f->l, tt_raw(f->pp, tb.buf, tb.len + t));
 	}
 	assert_int_equal(f->s.n, 23);
@@ -495,7 +495,7 @@ static void test_toplevel_table(void **state)
 	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_FRAG_SEQ], 1);
 	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_TUNNEL], 1);
 	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_UNHANDLED], 3); /* 5, 7, 13 */
-	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_USER], 3);      /* 4, 14, 15 */
+	assert_int_equal(f->l.st.drop[RXP_DROP_TIPC_USER], 3); /* 4, 14, 15 */
 	assert_int_equal(f->l.st.bundles, 1);
 	assert_null(f->l.reasm);
 	rxp_tipc_link_set_ctrl(&f->l, ctrl_fn, &ctrl);
@@ -518,11 +518,19 @@ static void test_toplevel_table(void **state)
 static bool buggy_data_input(struct tt_sink *s, struct rxp_pkt *pkt)
 {
 	switch (rxp_tipc_user(pkt->data)) {
-	case 0: case 1: case 2: case 3: case 8: case 9: case 11:
+	case 0:
+	case 1:
+	case 2:
+	case 3:
+	case 8:
+	case 9:
+	case 11:
 		tt_sink_fn(s, pkt);
 		return true;
-	case RXP_TIPC_MSG_BUNDLER: case RXP_TIPC_TUNNEL_PROTOCOL:
-	case RXP_TIPC_MSG_FRAGMENTER: case RXP_TIPC_BCAST_PROTOCOL:
+	case RXP_TIPC_MSG_BUNDLER:
+	case RXP_TIPC_TUNNEL_PROTOCOL:
+	case RXP_TIPC_MSG_FRAGMENTER:
+	case RXP_TIPC_BCAST_PROTOCOL:
 		return false; /* "not consumed": the caller should handle it */
 	default:
 		rxp_pkt_drop(pkt, RXP_DROP_TIPC_USER);
@@ -531,8 +539,7 @@ static bool buggy_data_input(struct tt_sink *s, struct rxp_pkt *pkt)
 }
 
 /* Returns what it lost, only so the test can clean up after asserting. */
-static unsigned buggy_link_input(struct tt_sink *s, struct rxp_pkt *outer,
-				 struct rxp_pkt **lost)
+static unsigned buggy_link_input(struct tt_sink *s, struct rxp_pkt *outer, struct rxp_pkt **lost)
 {
 	uint32_t pos = rxp_tipc_hsize(outer->data), end = rxp_tipc_size(outer->data);
 	unsigned nlost = 0;
@@ -594,30 +601,18 @@ static void test_seed_bug_class_leaks_ours_does_not(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_c01_nested_bundler),
-		T(test_c02_nested_fragmenter_tunnel_bcast),
-		T(test_c03_nested_link_users),
-		T(test_c04_inner_too_big),
-		T(test_c05_inner_size_zero),
-		T(test_c06_inner_bad_header),
-		T(test_c07_msgcnt_wrong),
-		T(test_c08_outer_too_big),
-		T(test_c09_trailing_bytes),
-		T(test_c10_no_first),
-		T(test_c11_first_during_reasm),
-		T(test_c12_after_last),
-		T(test_c13_out_of_order),
-		T(test_c14_bad_type),
-		T(test_c15_reasm_fragmenter),
-		T(test_c16_reasm_bundler_tunnel_bcast),
-		T(test_c17_running_total),
-		T(test_c18_reasm_short),
-		T(test_c19_reasm_long),
-		T(test_c20_first_short),
-		T(test_c21_link_reset),
-		T(test_c22_hsize_not_40),
-		T(test_toplevel_table),
-		T(test_seed_bug_class_leaks_ours_does_not),
+		T(test_c01_nested_bundler),	T(test_c02_nested_fragmenter_tunnel_bcast),
+		T(test_c03_nested_link_users),	T(test_c04_inner_too_big),
+		T(test_c05_inner_size_zero),	T(test_c06_inner_bad_header),
+		T(test_c07_msgcnt_wrong),	T(test_c08_outer_too_big),
+		T(test_c09_trailing_bytes),	T(test_c10_no_first),
+		T(test_c11_first_during_reasm), T(test_c12_after_last),
+		T(test_c13_out_of_order),	T(test_c14_bad_type),
+		T(test_c15_reasm_fragmenter),	T(test_c16_reasm_bundler_tunnel_bcast),
+		T(test_c17_running_total),	T(test_c18_reasm_short),
+		T(test_c19_reasm_long),		T(test_c20_first_short),
+		T(test_c21_link_reset),		T(test_c22_hsize_not_40),
+		T(test_toplevel_table),		T(test_seed_bug_class_leaks_ours_does_not),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

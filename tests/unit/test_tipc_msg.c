@@ -11,8 +11,6 @@
 #include "rxpath/compiler.h"
 #include "rxpath/wire.h"
 
-
-
 /* Every field: set a random value, read it back, and check no bit outside
  * the field moved. */
 static void test_codec_every_field(void **state)
@@ -65,9 +63,9 @@ static void test_codec_every_field(void **state)
 
 static void test_header_sizes_and_validation(void **state)
 {
-	static const unsigned sizes[] = { RXP_TIPC_SHORT_H_SIZE, RXP_TIPC_BASIC_H_SIZE,
-					  RXP_TIPC_NAMED_H_SIZE, RXP_TIPC_MCAST_H_SIZE,
-					  RXP_TIPC_MAX_H_SIZE };
+	static const unsigned sizes[] = {RXP_TIPC_SHORT_H_SIZE, RXP_TIPC_BASIC_H_SIZE,
+					 RXP_TIPC_NAMED_H_SIZE, RXP_TIPC_MCAST_H_SIZE,
+					 RXP_TIPC_MAX_H_SIZE};
 	static uint8_t m[RXP_TIPC_MAX_MSG_SIZE + 8];
 
 	assert_int_equal(RXP_TIPC_MAX_MSG_SIZE, 66060);
@@ -152,8 +150,8 @@ static void test_bundle_build(void **state)
 	assert_int_equal(rxp_tipc_importance(b->data), 2); /* copied from the first */
 	assert_int_equal(b->len, expect);
 	/* refused users */
-	static const unsigned refused[] = { RXP_TIPC_MSG_FRAGMENTER, RXP_TIPC_TUNNEL_PROTOCOL,
-					    RXP_TIPC_BCAST_PROTOCOL, RXP_TIPC_MSG_BUNDLER };
+	static const unsigned refused[] = {RXP_TIPC_MSG_FRAGMENTER, RXP_TIPC_TUNNEL_PROTOCOL,
+					   RXP_TIPC_BCAST_PROTOCOL, RXP_TIPC_MSG_BUNDLER};
 	rxp_pkt_consume(b);
 	b = rxp_tipc_bundle_new(pp, 1500, 1, 2);
 	for (unsigned i = 0; i < 4; i++) {
@@ -174,7 +172,7 @@ static void test_bundle_build(void **state)
 static void test_bundle_extract(void **state)
 {
 	struct rxp_pktpool *pp = tt_pool();
-	static const uint32_t sizes[] = { 24, 100, 257, 1000, 33, 3000, 40, 700 };
+	static const uint32_t sizes[] = {24, 100, 257, 1000, 33, 3000, 40, 700};
 	struct tt_sink s;
 	struct rxp_tipc_link l;
 	struct rxp_pkt *b, *m;
@@ -216,7 +214,7 @@ static void test_bundle_extract(void **state)
 static void test_fragment_and_reassemble(void **state)
 {
 	struct rxp_pktpool *pp = tt_pool();
-	static const uint32_t mtus[] = { 100, 1472, 9000 };
+	static const uint32_t mtus[] = {100, 1472, 9000};
 	struct tt_sink s;
 	struct rxp_tipc_link l;
 
@@ -240,9 +238,9 @@ static void test_fragment_and_reassemble(void **state)
 			assert_true(f->len <= mtus[k]);
 			assert_int_equal(rxp_tipc_user(h), RXP_TIPC_MSG_FRAGMENTER);
 			assert_int_equal(rxp_tipc_hsize(h), 40);
-			assert_int_equal(rxp_tipc_type(h), no == 1 ? RXP_TIPC_FIRST_FRAGMENT :
-							   q.len == 0 ? RXP_TIPC_LAST_FRAGMENT :
-									RXP_TIPC_FRAGMENT);
+			assert_int_equal(rxp_tipc_type(h), no == 1	? RXP_TIPC_FIRST_FRAGMENT
+							   : q.len == 0 ? RXP_TIPC_LAST_FRAGMENT
+									: RXP_TIPC_FRAGMENT);
 			assert_int_equal(rxp_tipc_get(h, RXP_TIPC_F_FRAGM_NO), no);
 			assert_int_equal(rxp_tipc_get(h, RXP_TIPC_F_NOF_FRAGMS), 0);
 			assert_int_equal(rxp_tipc_importance(h), 3);
@@ -277,8 +275,8 @@ static void test_fragment_and_reassemble(void **state)
 static void test_fragment_shared_heads(void **state)
 {
 	struct rxp_pktpool *pp = tt_pool();
-	struct rxp_pktpool_config c = { .name = "tipc_small", .n_pkts = 12, .n_bufs = 12,
-					.n_large = 2 };
+	struct rxp_pktpool_config c = {
+		.name = "tipc_small", .n_pkts = 12, .n_bufs = 12, .n_large = 2};
 	struct rxp_pktpool *small = rxp_pktpool_create(&c);
 	struct rxp_pkt *frags[700], *m, *f;
 	struct rxp_pkt_queue q;
@@ -354,9 +352,9 @@ static void test_property_udp_roundtrip(void **state)
 
 	rxpt_rng_seed(&r, rxpt_seed("tipc_udp_roundtrip"));
 	for (unsigned round = 0; round < rounds; round++) {
-		struct rxp_tipc_udp_peer peer = { .saddr = htonl(0x0a000001),
-						  .daddr = htonl(0x0a000002),
-						  .mtu = 200 + (uint32_t)rxpt_rng_below(&r, 9000) };
+		struct rxp_tipc_udp_peer peer = {.saddr = htonl(0x0a000001),
+						 .daddr = htonl(0x0a000002),
+						 .mtu = 200 + (uint32_t)rxpt_rng_below(&r, 9000)};
 		struct rxp_pkt_queue msgs, out;
 		struct rxp_tipc_link l;
 		unsigned n = 1 + (unsigned)rxpt_rng_below(&r, 40), i;
@@ -365,8 +363,8 @@ static void test_property_udp_roundtrip(void **state)
 		rxp_pkt_queue_init(&msgs);
 		rxp_pkt_queue_init(&out);
 		for (i = 0; i < n; i++) {
-			uint32_t size = 24 + (uint32_t)rxpt_rng_below(&r,
-					rxpt_rng_below(&r, 4) ? 400 : 20000);
+			uint32_t size = 24 + (uint32_t)rxpt_rng_below(
+						     &r, rxpt_rng_below(&r, 4) ? 400 : 20000);
 			struct rxp_pkt *m = tt_msg(pp, (unsigned)rxpt_rng_below(&r, 4),
 						   size < 40 ? 24 : 40, i, size, round + i);
 
@@ -413,7 +411,8 @@ static void test_port_binding(void **state)
 	rxp_tipc_link_rcv(&l, tt_msg(pp, 0, 40, 10, 50, 1));
 	rxp_tipc_link_rcv(&l, tt_msg(pp, 1, 40, 11, 50, 1));
 	rxp_tipc_link_rcv(&l, tt_msg(pp, 1, 40, 5000, 50, 1)); /* unbound, no ANY */
-	rxp_tipc_link_rcv(&l, tt_msg(pp, RXP_TIPC_NAME_DISTRIBUTOR, 40, 0, 50, 1)); /* no node sink */
+	rxp_tipc_link_rcv(&l,
+			  tt_msg(pp, RXP_TIPC_NAME_DISTRIBUTOR, 40, 0, 50, 1)); /* no node sink */
 	assert_int_equal(a.n, 1);
 	assert_int_equal(b.n, 1);
 	assert_int_equal(l.st.drop[RXP_DROP_TIPC_NO_PORT], 2);

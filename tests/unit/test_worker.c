@@ -43,7 +43,7 @@ static void on_msg(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 static struct rxp_pktpool *mkpool(void)
 {
 	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "w", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64 });
+		.name = "w", .n_pkts = 8192, .n_bufs = 4096, .n_large = 64});
 
 	assert_non_null(pp);
 	return pp;
@@ -66,9 +66,13 @@ static void test_generator_all_delivered(void **state)
 {
 	static struct sinkstat s;
 	struct rxp_pktpool *pp = mkpool();
-	struct rxp_gen_config gc = { .seed = 7, .count = 3000, .min_payload = 16,
-				     .max_payload = 20000, .ipv6_pct = 40, .mtu = 1500 };
-	struct rxp_sim_config sc = { .nqueues = 1, .ring_size = 512, .gen = &gc };
+	struct rxp_gen_config gc = {.seed = 7,
+				    .count = 3000,
+				    .min_payload = 16,
+				    .max_payload = 20000,
+				    .ipv6_pct = 40,
+				    .mtu = 1500};
+	struct rxp_sim_config sc = {.nqueues = 1, .ring_size = 512, .gen = &gc};
 	struct rxp_dev *dev = rxp_sim_open(&sc, pp);
 	struct rxp_worker_group *g;
 	struct rxp_worker_stats st;
@@ -80,7 +84,7 @@ static void test_generator_all_delivered(void **state)
 	memset(&s, 0, sizeof(s));
 	assert_non_null(dev);
 	g = rxp_worker_group_create(&(struct rxp_worker_config){
-		.nworkers = 1, .dev = dev, .pp = pp, .on_datagram = on_dgram, .arg = &s });
+		.nworkers = 1, .dev = dev, .pp = pp, .on_datagram = on_dgram, .arg = &s});
 	assert_non_null(g);
 	poll_all(g, 1);
 	rxp_worker_group_stats(g, &st, &i4, &i6, &u, &rc, &ts);
@@ -102,9 +106,13 @@ static void test_steering(void **state)
 {
 	static struct sinkstat s;
 	struct rxp_pktpool *pp = mkpool();
-	struct rxp_gen_config gc = { .seed = 9, .count = 2000, .min_payload = 16,
-				     .max_payload = 9000, .mtu = 1500, .flows = 32 };
-	struct rxp_sim_config sc = { .nqueues = 1, .ring_size = 512, .gen = &gc };
+	struct rxp_gen_config gc = {.seed = 9,
+				    .count = 2000,
+				    .min_payload = 16,
+				    .max_payload = 9000,
+				    .mtu = 1500,
+				    .flows = 32};
+	struct rxp_sim_config sc = {.nqueues = 1, .ring_size = 512, .gen = &gc};
 	struct rxp_dev *dev = rxp_sim_open(&sc, pp);
 	struct rxp_worker_group *g;
 	struct rxp_worker_stats st, w1;
@@ -115,7 +123,7 @@ static void test_steering(void **state)
 
 	memset(&s, 0, sizeof(s));
 	g = rxp_worker_group_create(&(struct rxp_worker_config){
-		.nworkers = 2, .dev = dev, .pp = pp, .on_datagram = on_dgram, .arg = &s });
+		.nworkers = 2, .dev = dev, .pp = pp, .on_datagram = on_dgram, .arg = &s});
 	assert_non_null(g);
 	poll_all(g, 2);
 	rxp_worker_group_stats(g, &st, &i4, &i6, &u, &rc, &ts);
@@ -144,8 +152,11 @@ static void test_mixed_workload(void **state)
 {
 	static struct sinkstat s;
 	struct rxp_pktpool *pp = mkpool();
-	struct rxp_sim_config sc = { .nqueues = 2, .ring_size = 512, .zero_len_rate = 0.01,
-				     .seed = 3, .src_open = open_wl };
+	struct rxp_sim_config sc = {.nqueues = 2,
+				    .ring_size = 512,
+				    .zero_len_rate = 0.01,
+				    .seed = 3,
+				    .src_open = open_wl};
 	struct rxp_dev *dev;
 	struct rxp_worker_group *g;
 	struct rxp_worker_stats st;
@@ -156,16 +167,16 @@ static void test_mixed_workload(void **state)
 	struct rxp_dev_stats ds;
 
 	memset(&s, 0, sizeof(s));
-	wl = (struct rxp_workload_config){ .seed = rxpt_seed("mixed_workload"), .frames = 30000 };
+	wl = (struct rxp_workload_config){.seed = rxpt_seed("mixed_workload"), .frames = 30000};
 	dev = rxp_sim_open(&sc, pp);
 	assert_non_null(dev);
-	g = rxp_worker_group_create(&(struct rxp_worker_config){ .nworkers = 2,
-								 .dev = dev,
-								 .pp = pp,
-								 .tipc = true,
-								 .on_datagram = on_dgram,
-								 .on_message = on_msg,
-								 .arg = &s });
+	g = rxp_worker_group_create(&(struct rxp_worker_config){.nworkers = 2,
+								.dev = dev,
+								.pp = pp,
+								.tipc = true,
+								.on_datagram = on_dgram,
+								.on_message = on_msg,
+								.arg = &s});
 	assert_non_null(g);
 	poll_all(g, 2);
 	rxp_worker_group_stats(g, &st, &i4, &i6, &u, &rc, &ts);
