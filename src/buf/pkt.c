@@ -106,6 +106,7 @@ struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uin
 
 	if ((uint64_t)buf_off + buf_size > page->size || (uint64_t)data_off + len > buf_size) {
 		rxp_page_put(page);
+		rxp_pktpool_count_drop(pp, RXP_DROP_RX_BAD_DESC, 1);
 		errno = EINVAL;
 		return NULL;
 	}

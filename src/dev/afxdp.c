@@ -145,7 +145,9 @@ static int ax_rx(struct rxp_dev *d, unsigned qi, struct rxp_pkt **pkts, unsigned
 		uint32_t off = (uint32_t)(a % FRAME);
 		struct rxp_pkt *pkt;
 
-		if (!pg || off + desc->len > FRAME) {
+		/* A frame the kernel does not hold (never posted, or given back
+		 * twice) must not become a second owner of its page. */
+		if (!pg || off + desc->len > FRAME || !q->posted[frame_of(q, a)]) {
 			rxp_pktpool_count_drop(d->pp, RXP_DROP_RX_BAD_DESC, 1);
 			continue; /* never ours: leave it */
 		}
