@@ -68,16 +68,122 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg);
  * reporting them through the log callback. Call when no thread uses it. */
 size_t rxp_pool_destroy(struct rxp_pool *pool);
 
+/* This thread's small id, assigned on first use; < RXP_MAX_THREADS (or
+ * == RXP_MAX_THREADS for threads past the limit, which get no caches).
+ * Inline: it is on every allocation and free. */
+extern __thread int rxp_tid_ __attribute__((tls_model("initial-exec")));
+unsigned rxp_thread_id_assign(void);
+static inline unsigned rxp_thread_id(void)
+{
+	int t = rxp_tid_;
+
+	return __builtin_expect(t >= 0, 1) ? (unsigned)t : rxp_thread_id_assign();
+}
+
 void *rxp_pool_get_at(struct rxp_pool *pool, const char *file, int line);
 /* All or nothing: 0, or -ENOMEM with nothing taken. */
 int rxp_pool_get_bulk_at(struct rxp_pool *pool, void **objs, unsigned n, const char *file,
 			 int line);
-#define rxp_pool_get(p) rxp_pool_get_at((p), __FILE__, __LINE__)
-#define rxp_pool_get_bulk(p, o, n) rxp_pool_get_bulk_at((p), (o), (n), __FILE__, __LINE__)
-
 /* Free to the owner's cache, or its deferred list if we are not the owner. */
-void rxp_pool_put(struct rxp_pool *pool, void *obj);
-void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, unsigned n);
+void rxp_pool_put_at_(struct rxp_pool *pool, void *obj);
+void rxp_pool_put_bulk_at_(struct rxp_pool *pool, void *const *objs, unsigned n);
+
+/*
+ * The fast paths, inline as DPDK's are (a call costs as much as the work):
+ * a hit in this thread's cache, and a free of our own object into it. The
+ * layout below is the head of the pool's private per-thread cache; nothing
+ * outside the pool may touch it. RXP_DEBUG builds always take the calls,
+ * which track each object's state and allocation site.
+ */
+struct rxp_pool_cache_ {
+	uint32_t len;
+	uint32_t cap;
+	void **objs;
+	uint64_t alloc, free;
+};
+struct rxp_pool_head_ {
+	struct rxp_pool_cache_ *caches;
+	size_t cache_stride;
+};
+#define RXP_POOL_OWNER_AT_ 32 /* the owner id sits this far before an object */
+
+static inline struct rxp_pool_cache_ *rxp_pool_cache_(struct rxp_pool *pool, unsigned tid)
+{
+	const struct rxp_pool_head_ *h = (const struct rxp_pool_head_ *)(const void *)pool;
+
+	return (struct rxp_pool_cache_ *)(void *)((char *)h->caches + tid * h->cache_stride);
+}
+
+static inline uint16_t rxp_pool_owner_(const void *obj)
+{
+	return *(const uint16_t *)(const void *)((const char *)obj - RXP_POOL_OWNER_AT_);
+}
+
+static inline void *rxp_pool_get_inline_(struct rxp_pool *pool, const char *file, int line)
+{
+#ifndef RXP_DEBUG
+	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, rxp_thread_id());
+
+	if (__builtin_expect(c->len != 0, 1)) {
+		c->alloc++;
+		return c->objs[--c->len];
+	}
+#endif
+	return rxp_pool_get_at(pool, file, line);
+}
+
+static inline int rxp_pool_get_bulk_inline_(struct rxp_pool *pool, void **objs, unsigned n,
+					    const char *file, int line)
+{
+#ifndef RXP_DEBUG
+	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, rxp_thread_id());
+
+	if (__builtin_expect(c->len >= n && n != 0, 1)) {
+		c->len -= n;
+		__builtin_memcpy(objs, c->objs + c->len, n * sizeof(void *));
+		c->alloc += n;
+		return 0;
+	}
+#endif
+	return rxp_pool_get_bulk_at(pool, objs, n, file, line);
+}
+
+static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
+{
+#ifndef RXP_DEBUG
+	unsigned tid = rxp_thread_id();
+	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
+
+	if (__builtin_expect(rxp_pool_owner_(obj) == tid && c->len < c->cap, 1)) {
+		c->objs[c->len++] = obj;
+		c->free++;
+		return;
+	}
+#endif
+	rxp_pool_put_at_(pool, obj);
+}
+
+static inline void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, unsigned n)
+{
+#ifndef RXP_DEBUG
+	unsigned tid = rxp_thread_id(), foreign = 0;
+	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
+
+#pragma GCC unroll 8
+	for (unsigned i = 0; i < n; i++)
+		foreign |= rxp_pool_owner_(objs[i]) ^ tid;
+	if (__builtin_expect(!foreign && c->len + n <= c->cap, 1)) {
+		__builtin_memcpy(c->objs + c->len, objs, n * sizeof(void *));
+		c->len += n;
+		c->free += n;
+		return;
+	}
+#endif
+	rxp_pool_put_bulk_at_(pool, objs, n);
+}
+
+#define rxp_pool_get(p) rxp_pool_get_inline_((p), __FILE__, __LINE__)
+#define rxp_pool_get_bulk(p, o, n) rxp_pool_get_bulk_inline_((p), (o), (n), __FILE__, __LINE__)
 /* Free straight to the shared ring, bypassing caches and deferral (the
  * baseline the benchmarks compare against). */
 void rxp_pool_put_shared(struct rxp_pool *pool, void *obj);
@@ -96,17 +202,5 @@ size_t rxp_pool_leak_report(const struct rxp_pool *pool, FILE *out);
 const char *rxp_pool_name(const struct rxp_pool *pool);
 bool rxp_pool_contains(const struct rxp_pool *pool, const void *obj);
 size_t rxp_pool_obj_size(const struct rxp_pool *pool);
-
-/* This thread's small id, assigned on first use; < RXP_MAX_THREADS (or
- * == RXP_MAX_THREADS for threads past the limit, which get no caches).
- * Inline: it is on every allocation and free. */
-extern __thread int rxp_tid_ __attribute__((tls_model("initial-exec")));
-unsigned rxp_thread_id_assign(void);
-static inline unsigned rxp_thread_id(void)
-{
-	int t = rxp_tid_;
-
-	return __builtin_expect(t >= 0, 1) ? (unsigned)t : rxp_thread_id_assign();
-}
 
 #endif

@@ -18,6 +18,7 @@
  *     above (so it needs no per-object state in release builds).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -42,6 +43,8 @@ struct obj_hdr {
 	uint64_t pad[2];
 };
 _Static_assert(sizeof(struct obj_hdr) == 32, "object header keeps objects 32-byte aligned");
+_Static_assert(sizeof(struct obj_hdr) == RXP_POOL_OWNER_AT_ && offsetof(struct obj_hdr, owner) == 0,
+	       "rxp_pool_owner_() reads the owner where it is");
 
 struct stage {
 	uint16_t owner;
@@ -50,18 +53,27 @@ struct stage {
 };
 
 struct tcache {
+	/* The head is struct rxp_pool_cache_ (pool.h): the inline fast paths
+	 * read and write these five. */
 	uint32_t len;
 	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
+	uint64_t alloc, free; /* counted by the thread itself, read (relaxed) by anyone */
 	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
 	uint32_t staged; /* bit per stage slot in use */
 	uint16_t hot_owner; /* owner of the slot used last (0xffff: none) */
 	uint8_t hot_k; /* that slot */
-	/* Counted by the thread itself, read (relaxed) by anyone. */
-	uint64_t alloc, free, fail, deferred, overflow, drained;
+	uint64_t fail, deferred, overflow, drained;
 } __rxp_cache_aligned;
+_Static_assert(offsetof(struct tcache, len) == offsetof(struct rxp_pool_cache_, len) &&
+		       offsetof(struct tcache, cap) == offsetof(struct rxp_pool_cache_, cap) &&
+		       offsetof(struct tcache, objs) == offsetof(struct rxp_pool_cache_, objs) &&
+		       offsetof(struct tcache, alloc) == offsetof(struct rxp_pool_cache_, alloc) &&
+		       offsetof(struct tcache, free) == offsetof(struct rxp_pool_cache_, free),
+	       "the inline fast paths see the head of struct tcache");
 
 struct rxp_pool {
+	struct rxp_pool_head_ head; /* first: the inline fast paths find the caches here */
 	char name[32];
 	size_t obj_size;
 	size_t stride;
@@ -156,6 +168,8 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	if (!p)
 		return NULL;
 	memset(p, 0, sizeof(*p));
+	p->head.caches = (struct rxp_pool_cache_ *)(void *)p->caches;
+	p->head.cache_stride = sizeof(struct tcache);
 	snprintf(p->name, sizeof(p->name), "%s", cfg->name ? cfg->name : "pool");
 	p->obj_size = cfg->obj_size;
 	p->stride = RXP_ALIGN_UP(sizeof(struct obj_hdr) + cfg->obj_size, (size_t)RXP_CACHELINE);
@@ -535,7 +549,7 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 	}
 }
 
-void rxp_pool_put(struct rxp_pool *p, void *obj)
+void rxp_pool_put_at_(struct rxp_pool *p, void *obj)
 {
 	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
@@ -560,7 +574,7 @@ void rxp_pool_put(struct rxp_pool *p, void *obj)
 		__atomic_fetch_add(&c->free, 1, __ATOMIC_RELAXED);
 }
 
-void rxp_pool_put_bulk(struct rxp_pool *p, void *const *objs, unsigned n)
+void rxp_pool_put_bulk_at_(struct rxp_pool *p, void *const *objs, unsigned n)
 {
 	unsigned tid = tid_fast();
 	struct tcache *c = &p->caches[tid];
