@@ -129,4 +129,23 @@ static inline struct rxp_defrag_counters dt_ctr(const struct rxp_defrag_table *t
 	return c;
 }
 
+/* A pool and a table for one test; env_down asserts nothing is left. */
+struct env {
+	struct rxp_pktpool *pp;
+	struct rxp_defrag_table *t;
+};
+
+static inline void env_up(struct env *e, const struct rxp_defrag_config *c)
+{
+	e->pp = dt_pool();
+	e->t = rxp_defrag_table_create(c);
+	assert_non_null(e->t);
+}
+
+static inline void env_down(struct env *e)
+{
+	rxp_defrag_table_destroy(e->t);
+	rxpt_pktpool_teardown(e->pp);
+}
+
 #endif

@@ -4,24 +4,6 @@
 
 #define NS 1000000000ull
 
-struct env {
-	struct rxp_pktpool *pp;
-	struct rxp_defrag_table *t;
-};
-
-static void env_up(struct env *e, const struct rxp_defrag_config *c)
-{
-	e->pp = dt_pool();
-	e->t = rxp_defrag_table_create(c);
-	assert_non_null(e->t);
-}
-
-static void env_down(struct env *e)
-{
-	rxp_defrag_table_destroy(e->t);
-	rxpt_pktpool_teardown(e->pp);
-}
-
 static struct rxp_pkt *in4(struct env *e, const struct dt4 *d, const uint8_t *pl, uint32_t off,
 			   uint32_t len, bool mf, uint64_t now)
 {
