@@ -95,11 +95,21 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *pool, void *const *objs, unsigned n)
  * outside the pool may touch it. RXP_DEBUG builds always take the calls,
  * which track each object's state and allocation site.
  */
+#define RXP_POOL_STAGE_ 64 /* remote frees batched per owner */
+struct rxp_pool_stage_ {
+	uint16_t owner;
+	uint32_t n;
+	void *objs[RXP_POOL_STAGE_];
+};
 struct rxp_pool_cache_ {
 	uint32_t len;
 	uint32_t cap;
 	void **objs;
 	uint64_t alloc, free;
+	/* The batch of remote frees used last, while it is open (else NULL),
+	 * and how many it may take before the call must hand it over. */
+	struct rxp_pool_stage_ *hot;
+	uint32_t hot_lim;
 };
 struct rxp_pool_head_ {
 	struct rxp_pool_cache_ *caches;
@@ -154,8 +164,18 @@ static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 	unsigned tid = rxp_thread_id();
 	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
 
-	if (__builtin_expect(rxp_pool_owner_(obj) == tid && c->len < c->cap, 1)) {
+	unsigned owner = rxp_pool_owner_(obj);
+	struct rxp_pool_stage_ *s;
+
+	if (__builtin_expect(owner == tid && c->len < c->cap, 1)) {
 		c->objs[c->len++] = obj;
+		c->free++;
+		return;
+	}
+	/* Another thread's object, for the owner we batched for last. */
+	s = c->hot;
+	if (s && s->owner == owner && s->n < c->hot_lim) {
+		s->objs[s->n++] = obj;
 		c->free++;
 		return;
 	}
@@ -166,17 +186,41 @@ static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 static inline void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, unsigned n)
 {
 #ifndef RXP_DEBUG
-	unsigned tid = rxp_thread_id(), foreign = 0;
+	unsigned tid = rxp_thread_id(), i;
 	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
 
-#pragma GCC unroll 8
-	for (unsigned i = 0; i < n; i++)
-		foreign |= rxp_pool_owner_(objs[i]) ^ tid;
-	if (__builtin_expect(!foreign && c->len + n <= c->cap, 1)) {
-		__builtin_memcpy(c->objs + c->len, objs, n * sizeof(void *));
-		c->len += n;
-		c->free += n;
-		return;
+	if (__builtin_expect(c->len + n <= c->cap, 1)) {
+		void **dst = c->objs + c->len;
+		const uint16_t me = (uint16_t)tid;
+
+		/* Check owners and copy pointers in one pass, four objects per
+		 * branch (each pointer is loaded once). Slots past len are
+		 * free space, so stopping at a foreign object leaves nothing
+		 * to undo: the call then sorts the whole batch. */
+		for (i = 0; i + 4 <= n; i += 4) {
+			void *o0 = objs[i], *o1 = objs[i + 1], *o2 = objs[i + 2], *o3 = objs[i + 3];
+			unsigned x = ((rxp_pool_owner_(o0) ^ me) | (rxp_pool_owner_(o1) ^ me)) |
+				     ((rxp_pool_owner_(o2) ^ me) | (rxp_pool_owner_(o3) ^ me));
+
+			if (__builtin_expect(x != 0, 0))
+				break;
+			dst[i] = o0;
+			dst[i + 1] = o1;
+			dst[i + 2] = o2;
+			dst[i + 3] = o3;
+		}
+		for (; i < n; i++) {
+			void *o = objs[i];
+
+			if (__builtin_expect(rxp_pool_owner_(o) != me, 0))
+				break;
+			dst[i] = o;
+		}
+		if (__builtin_expect(i == n, 1)) {
+			c->len += n;
+			c->free += n;
+			return;
+		}
 	}
 #endif
 	rxp_pool_put_bulk_at_(pool, objs, n);

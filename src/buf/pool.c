@@ -32,7 +32,7 @@
 #define STATE_FREE 0xf4eeu
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
-#define STAGE 64 /* remote frees batched per owner */
+#define STAGE RXP_POOL_STAGE_ /* remote frees batched per owner */
 #define NSTAGE 4 /* owners a thread batches for at once */
 
 struct obj_hdr {
@@ -46,30 +46,29 @@ _Static_assert(sizeof(struct obj_hdr) == 32, "object header keeps objects 32-byt
 _Static_assert(sizeof(struct obj_hdr) == RXP_POOL_OWNER_AT_ && offsetof(struct obj_hdr, owner) == 0,
 	       "rxp_pool_owner_() reads the owner where it is");
 
-struct stage {
-	uint16_t owner;
-	uint32_t n;
-	void *objs[STAGE];
-};
+#define stage rxp_pool_stage_ /* pool.h has the layout: the inline put stages */
 
 struct tcache {
 	/* The head is struct rxp_pool_cache_ (pool.h): the inline fast paths
-	 * read and write these five. */
+	 * read and write these seven. */
 	uint32_t len;
 	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
 	uint64_t alloc, free; /* counted by the thread itself, read (relaxed) by anyone */
+	struct stage *hot; /* the slot used last while it is in use, else NULL */
+	uint32_t hot_lim; /* it takes frees while n < hot_lim (stage_lim - 1) */
 	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
 	uint32_t staged; /* bit per stage slot in use */
-	uint16_t hot_owner; /* owner of the slot used last (0xffff: none) */
-	uint8_t hot_k; /* that slot */
 	uint64_t fail, deferred, overflow, drained;
 } __rxp_cache_aligned;
 _Static_assert(offsetof(struct tcache, len) == offsetof(struct rxp_pool_cache_, len) &&
 		       offsetof(struct tcache, cap) == offsetof(struct rxp_pool_cache_, cap) &&
 		       offsetof(struct tcache, objs) == offsetof(struct rxp_pool_cache_, objs) &&
 		       offsetof(struct tcache, alloc) == offsetof(struct rxp_pool_cache_, alloc) &&
-		       offsetof(struct tcache, free) == offsetof(struct rxp_pool_cache_, free),
+		       offsetof(struct tcache, free) == offsetof(struct rxp_pool_cache_, free) &&
+		       offsetof(struct tcache, hot) == offsetof(struct rxp_pool_cache_, hot) &&
+		       offsetof(struct tcache, hot_lim) ==
+			       offsetof(struct rxp_pool_cache_, hot_lim),
 	       "the inline fast paths see the head of struct tcache");
 
 struct rxp_pool {
@@ -181,8 +180,6 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->batch = p->cache_size > 1 ? p->cache_size / 2 : p->cache_size;
 	p->defer_max = cfg->defer_max ? cfg->defer_max : RXP_POOL_DEFER_MAX_DEFAULT;
 	p->stage_lim = p->defer_max < STAGE ? p->defer_max : STAGE;
-	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++)
-		p->caches[t].hot_owner = 0xffff; /* no slot yet (and none ever without a cache) */
 
 	p->ring = rxp_mpmc_create(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
@@ -199,6 +196,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
 			p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;
 			p->caches[t].cap = p->cache_size;
+			p->caches[t].hot_lim = p->stage_lim - 1;
 		}
 	}
 	if (!ok) {
@@ -492,6 +490,8 @@ static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned k)
 	uint32_t done;
 
 	c->staged &= ~(1u << k);
+	if (c->hot == s)
+		c->hot = NULL;
 	if (!s->n)
 		return;
 	done = rxp_mpmc_enqueue(p->defer[s->owner], s->objs, s->n, false);
@@ -512,16 +512,14 @@ static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
 
 	for (k = 0; k < NSTAGE; k++)
 		if ((c->staged & (1u << k)) && c->stage[k].owner == owner) {
-			c->hot_owner = (uint16_t)owner;
-			c->hot_k = (uint8_t)k;
+			c->hot = &c->stage[k];
 			return k;
 		}
 	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE : (unsigned)__builtin_ctz(~c->staged);
 	stage_flush(p, c, k);
 	c->stage[k].owner = (uint16_t)owner;
 	c->staged |= 1u << k;
-	c->hot_owner = (uint16_t)owner;
-	c->hot_k = (uint8_t)k;
+	c->hot = &c->stage[k];
 	return k;
 }
 
@@ -559,12 +557,9 @@ void rxp_pool_put_at_(struct rxp_pool *p, void *obj)
 	mark_free(p, obj);
 	if (rxp_likely(owner == tid && c->len < c->cap)) {
 		c->objs[c->len++] = obj;
-	} else if (owner == c->hot_owner && c->stage[c->hot_k].n + 1 < p->stage_lim) {
+	} else if (c->hot && c->hot->owner == owner && c->hot->n < c->hot_lim) {
 		/* a remote free for the owner we batched for last: stage it */
-		struct stage *st = &c->stage[c->hot_k];
-
-		st->objs[st->n++] = obj;
-		c->staged |= 1u << c->hot_k;
+		c->hot->objs[c->hot->n++] = obj;
 	} else {
 		put_slow(p, tid, c, obj);
 	}
