@@ -95,21 +95,20 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *pool, void *const *objs, unsigned n)
  * outside the pool may touch it. RXP_DEBUG builds always take the calls,
  * which track each object's state and allocation site.
  */
-#define RXP_POOL_STAGE_ 64 /* remote frees batched per owner */
+#define RXP_POOL_STAGE_ 128 /* remote frees handed over per batch (at most) */
+#define RXP_POOL_STAGE_CAP_ (2 * RXP_POOL_STAGE_) /* held while the owner's list is full */
 struct rxp_pool_stage_ {
 	uint16_t owner;
 	uint32_t n;
-	void *objs[RXP_POOL_STAGE_];
+	uint32_t lim; /* the inline put adds while n < lim; then the call hands over */
+	void *objs[RXP_POOL_STAGE_CAP_];
 };
 struct rxp_pool_cache_ {
 	uint32_t len;
 	uint32_t cap;
 	void **objs;
 	uint64_t alloc, free;
-	/* The batch of remote frees used last, while it is open (else NULL),
-	 * and how many it may take before the call must hand it over. */
-	struct rxp_pool_stage_ *hot;
-	uint32_t hot_lim;
+	struct rxp_pool_stage_ *hot; /* the batch of remote frees used last, while open */
 };
 struct rxp_pool_head_ {
 	struct rxp_pool_cache_ *caches;
@@ -174,7 +173,7 @@ static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 	}
 	/* Another thread's object, for the owner we batched for last. */
 	s = c->hot;
-	if (s && s->owner == owner && s->n < c->hot_lim) {
+	if (s && s->owner == owner && s->n < s->lim) {
 		s->objs[s->n++] = obj;
 		c->free++;
 		return;

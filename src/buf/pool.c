@@ -32,7 +32,8 @@
 #define STATE_FREE 0xf4eeu
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
-#define STAGE RXP_POOL_STAGE_ /* remote frees batched per owner */
+#define STAGE RXP_POOL_STAGE_ /* remote frees handed over per batch */
+#define STAGE_CAP RXP_POOL_STAGE_CAP_ /* most a batch holds while its owner's list is full */
 #define NSTAGE 4 /* owners a thread batches for at once */
 
 struct obj_hdr {
@@ -50,13 +51,12 @@ _Static_assert(sizeof(struct obj_hdr) == RXP_POOL_OWNER_AT_ && offsetof(struct o
 
 struct tcache {
 	/* The head is struct rxp_pool_cache_ (pool.h): the inline fast paths
-	 * read and write these seven. */
+	 * read and write these six. */
 	uint32_t len;
 	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
 	uint64_t alloc, free; /* counted by the thread itself, read (relaxed) by anyone */
 	struct stage *hot; /* the slot used last while it is in use, else NULL */
-	uint32_t hot_lim; /* it takes frees while n < hot_lim (stage_lim - 1) */
 	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
 	uint32_t staged; /* bit per stage slot in use */
 	uint64_t fail, deferred, overflow, drained;
@@ -66,9 +66,7 @@ _Static_assert(offsetof(struct tcache, len) == offsetof(struct rxp_pool_cache_, 
 		       offsetof(struct tcache, objs) == offsetof(struct rxp_pool_cache_, objs) &&
 		       offsetof(struct tcache, alloc) == offsetof(struct rxp_pool_cache_, alloc) &&
 		       offsetof(struct tcache, free) == offsetof(struct rxp_pool_cache_, free) &&
-		       offsetof(struct tcache, hot) == offsetof(struct rxp_pool_cache_, hot) &&
-		       offsetof(struct tcache, hot_lim) ==
-			       offsetof(struct rxp_pool_cache_, hot_lim),
+		       offsetof(struct tcache, hot) == offsetof(struct rxp_pool_cache_, hot),
 	       "the inline fast paths see the head of struct tcache");
 
 struct rxp_pool {
@@ -81,6 +79,7 @@ struct rxp_pool {
 	unsigned batch; /* refill/flush unit: half the cache */
 	unsigned defer_max;
 	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
+	unsigned stage_cap; /* and held up to this many while the owner's list is full */
 	uint8_t *mem;
 	void **cache_mem;
 	struct stage *stage_mem;
@@ -180,6 +179,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->batch = p->cache_size > 1 ? p->cache_size / 2 : p->cache_size;
 	p->defer_max = cfg->defer_max ? cfg->defer_max : RXP_POOL_DEFER_MAX_DEFAULT;
 	p->stage_lim = p->defer_max < STAGE ? p->defer_max : STAGE;
+	p->stage_cap = 2 * p->stage_lim;
 
 	p->ring = rxp_mpmc_create(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
@@ -196,7 +196,6 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
 			p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;
 			p->caches[t].cap = p->cache_size;
-			p->caches[t].hot_lim = p->stage_lim - 1;
 		}
 	}
 	if (!ok) {
@@ -482,25 +481,59 @@ static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
 	rxp_mpmc_enqueue(p->ring, objs, n, true);
 }
 
-/* Hand a freeing thread's batch in stage slot k over: onto its owner's
- * deferred ring, or, past that ring's cap, onto the shared ring. */
-static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned k)
+/* Where the inline put stops and the call takes the next free: once the
+ * batch holds `at` objects. */
+static inline void stage_arm(struct stage *s, unsigned at)
+{
+	s->lim = at - 1;
+}
+
+/* Offer stage slot k's batch to its owner's deferred ring. What does not
+ * fit stays staged while the batch is below stage_cap (the owner drains
+ * once per poll, so its list is usually empty again a few frees later);
+ * at stage_cap, or with all set (the batch must go now: a drain, a slot
+ * taken for another owner), the rest goes to the shared ring, counted as
+ * past the cap. Either way at most stage_cap objects wait on this thread
+ * per slot. */
+static void stage_offer(struct rxp_pool *p, struct tcache *c, unsigned k, bool all)
 {
 	struct stage *s = &c->stage[k];
-	uint32_t done;
+	uint32_t done, rest;
 
-	c->staged &= ~(1u << k);
-	if (c->hot == s)
-		c->hot = NULL;
 	if (!s->n)
-		return;
+		goto empty;
 	done = rxp_mpmc_enqueue(p->defer[s->owner], s->objs, s->n, false);
 	c->deferred += done;
-	if (done < s->n) {
-		to_ring(p, s->objs + done, s->n - done);
-		c->overflow += s->n - done;
+	rest = s->n - done;
+	if (!rest)
+		goto empty;
+	if (all || s->n >= p->stage_cap) {
+		to_ring(p, s->objs + done, rest);
+		c->overflow += rest;
+		goto empty;
 	}
+	if (done)
+		memmove(s->objs, s->objs + done, rest * sizeof(void *));
+	s->n = rest;
+	/* try again a quarter batch later */
+	rest += p->stage_lim / 4 ? p->stage_lim / 4 : 1;
+	stage_arm(s, rest < p->stage_cap ? rest : p->stage_cap);
+	return;
+empty:
 	s->n = 0;
+	stage_arm(s, p->stage_lim);
+	if (all) {
+		c->staged &= ~(1u << k);
+		if (c->hot == s)
+			c->hot = NULL;
+	}
+}
+
+/* Hand a freeing thread's batch in stage slot k over whole: onto its
+ * owner's deferred ring, or, past that ring's cap, onto the shared ring. */
+static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned k)
+{
+	stage_offer(p, c, k, true);
 }
 
 /* The stage slot batching frees for owner: its own, a free one, or one
@@ -542,8 +575,8 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 		struct stage *s = &c->stage[k];
 
 		s->objs[s->n++] = obj;
-		if (s->n == STAGE || s->n >= p->defer_max)
-			stage_flush(p, c, k);
+		if (s->n > s->lim)
+			stage_offer(p, c, k, false);
 	}
 }
 
@@ -557,7 +590,7 @@ void rxp_pool_put_at_(struct rxp_pool *p, void *obj)
 	mark_free(p, obj);
 	if (rxp_likely(owner == tid && c->len < c->cap)) {
 		c->objs[c->len++] = obj;
-	} else if (c->hot && c->hot->owner == owner && c->hot->n < c->hot_lim) {
+	} else if (c->hot && c->hot->owner == owner && c->hot->n < c->hot->lim) {
 		/* a remote free for the owner we batched for last: stage it */
 		c->hot->objs[c->hot->n++] = obj;
 	} else {
