@@ -10,7 +10,11 @@
  *     list, which the owner takes in one batch with rxp_pool_drain_deferred()
  *     from its poll loop; once that list holds defer_max objects (default
  *     128, like skb_defer_max) the freeing thread puts them on the shared ring
- *     itself, so a stalled owner cannot pin memory without bound.
+ *     itself, so a stalled owner cannot pin memory without bound. The freeing
+ *     thread hands remote frees over in batches (up to 128 per owner, for up
+ *     to 4 owners at once); a batch that finds the owner's list full waits
+ *     there, up to twice its size, for the owner's next drain, and goes to
+ *     the shared ring past that or when the freeing thread drains its own.
  *
  * Exhaustion returns NULL and counts alloc_fail; nothing blocks. Every object
  * is counted while outstanding, and rxp_pool_destroy() reports leaks (in
