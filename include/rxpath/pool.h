@@ -117,7 +117,15 @@ struct rxp_pool_cache_ {
 struct rxp_pool_head_ {
 	struct rxp_pool_cache_ *caches;
 	size_t cache_stride;
+	/* While one thread alone has ever taken objects from the shared ring,
+	 * its id: every object anyone holds is then that thread's, and its
+	 * frees need not look at the objects. RXP_POOL_SOLE_NONE_ before any
+	 * take, RXP_POOL_SOLE_MANY_ once a second thread has taken some
+	 * (for good: ownership is per object from then on). */
+	int sole;
 };
+#define RXP_POOL_SOLE_NONE_ (-1)
+#define RXP_POOL_SOLE_MANY_ (-2)
 #define RXP_POOL_OWNER_AT_ 32 /* the owner id sits this far before an object */
 
 static inline struct rxp_pool_cache_ *rxp_pool_cache_(struct rxp_pool *pool, unsigned tid)
@@ -164,18 +172,21 @@ static inline int rxp_pool_get_bulk_inline_(struct rxp_pool *pool, void **objs, 
 static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 {
 #ifndef RXP_DEBUG
-	unsigned tid = rxp_thread_id();
+	unsigned tid = rxp_thread_id(), owner;
 	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
-
-	unsigned owner = rxp_pool_owner_(obj);
+	const struct rxp_pool_head_ *h = (const struct rxp_pool_head_ *)(const void *)pool;
 	struct rxp_pool_stage_ *s;
 
-	if (__builtin_expect(owner == tid && c->len < c->cap, 1)) {
+	if (__builtin_expect(__atomic_load_n(&h->sole, __ATOMIC_RELAXED) == (int)tid ||
+				     rxp_pool_owner_(obj) == tid,
+			     1) &&
+	    __builtin_expect(c->len < c->cap, 1)) {
 		c->objs[c->len++] = obj;
 		c->free++;
 		return;
 	}
 	/* Another thread's object, for the owner we batched for last. */
+	owner = rxp_pool_owner_(obj);
 	s = c->hot;
 	if (s && s->owner == owner && s->n < s->lim) {
 		s->objs[s->n++] = obj;
@@ -195,6 +206,15 @@ static inline void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, u
 	if (__builtin_expect(c->len + n <= c->cap, 1)) {
 		void **dst = c->objs + c->len;
 		const uint16_t me = (uint16_t)tid;
+		const struct rxp_pool_head_ *h = (const struct rxp_pool_head_ *)(const void *)pool;
+
+		if (__atomic_load_n(&h->sole, __ATOMIC_RELAXED) == (int)tid) {
+			/* Only we have ever taken objects: these are ours. */
+			__builtin_memcpy(dst, objs, n * sizeof(void *));
+			c->len += n;
+			c->free += n;
+			return;
+		}
 
 		/* Check owners and copy pointers in one pass, four objects per
 		 * branch (each pointer is loaded once). Slots past len are

@@ -168,6 +168,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	memset(p, 0, sizeof(*p));
 	p->head.caches = (struct rxp_pool_cache_ *)(void *)p->caches;
 	p->head.cache_stride = sizeof(struct tcache);
+	p->head.sole = RXP_POOL_SOLE_NONE_;
 	snprintf(p->name, sizeof(p->name), "%s", cfg->name ? cfg->name : "pool");
 	p->obj_size = cfg->obj_size;
 	p->stride = RXP_ALIGN_UP(sizeof(struct obj_hdr) + cfg->obj_size, (size_t)RXP_CACHELINE);
@@ -347,10 +348,28 @@ static inline void mark_used(struct rxp_pool *p, void *obj, unsigned tid, const 
 	(void)tid;
 }
 
+/* The first time a thread takes objects from the shared ring, record it:
+ * the inline frees skip the owner check while one thread alone ever has.
+ * This happens before the objects leave get, so a thread that is handed one
+ * of them (through a queue, which orders the two) also sees the change. */
+__attribute__((noinline, cold)) static void sole_update(struct rxp_pool *p, unsigned tid)
+{
+	int cur = RXP_POOL_SOLE_NONE_;
+
+	if (!__atomic_compare_exchange_n(&p->head.sole, &cur, (int)tid, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST) &&
+	    cur != (int)tid)
+		__atomic_store_n(&p->head.sole, RXP_POOL_SOLE_MANY_, __ATOMIC_SEQ_CST);
+}
+
 /* Objects entering a thread's hands from the shared ring become its own.
  * Everything in caches[t] already has owner t, so get never writes it. */
-static inline void adopt(void *const *objs, uint32_t n, unsigned tid)
+static inline void adopt(struct rxp_pool *p, void *const *objs, uint32_t n, unsigned tid)
 {
+	int sole = __atomic_load_n(&p->head.sole, __ATOMIC_RELAXED);
+
+	if (rxp_unlikely(sole != (int)tid && sole != RXP_POOL_SOLE_MANY_ && n))
+		sole_update(p, tid);
 	for (uint32_t i = 0; i < n; i++) {
 		struct obj_hdr *h = hdr_of(objs[i]);
 
@@ -372,7 +391,7 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
-		adopt(&obj, 1, tid);
+		adopt(p, &obj, 1, tid);
 		mark_used(p, obj, tid, file, line);
 		__atomic_fetch_add(&c->alloc, 1, __ATOMIC_RELAXED);
 		return obj;
@@ -381,7 +400,7 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 	drain(p, tid, c);
 	if (!c->len) {
 		c->len = rxp_mpmc_dequeue(p->ring, c->objs, p->batch ? p->batch : 1, false);
-		adopt(c->objs, c->len, tid);
+		adopt(p, c->objs, c->len, tid);
 	}
 	if (!c->len) {
 		c->fail++;
@@ -428,7 +447,7 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		if (c->len < n) {
 			uint32_t got = rxp_mpmc_dequeue(p->ring, c->objs + c->len, want, false);
 
-			adopt(c->objs + c->len, got, tid);
+			adopt(p, c->objs + c->len, got, tid);
 			c->len += got;
 		}
 		if (c->len < n) {
@@ -444,7 +463,7 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}
-		adopt(objs, n, tid);
+		adopt(p, objs, n, tid);
 	}
 #ifdef RXP_DEBUG
 	for (unsigned i = 0; i < n; i++)

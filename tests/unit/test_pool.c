@@ -286,6 +286,46 @@ static void test_remote_free_held_for_owner(void **state)
 	teardown(p);
 }
 
+/* A pool one thread alone allocates from lets that thread's frees skip the
+ * owner check; once a second thread allocates, ownership is per object
+ * again: an object of the second thread freed here goes to its list. */
+static void *get_one(void *arg)
+{
+	return rxp_pool_get(arg);
+}
+
+static void test_second_allocator_ends_sole_fast_path(void **state)
+{
+	struct rxp_pool *p = mk(1024, 64, 0);
+	struct rxp_pool_stats st;
+	void *mine[8], *theirs = NULL;
+	pthread_t th;
+
+	assert_int_equal(rxp_pool_get_bulk(p, mine, 8), 0);
+	rxp_pool_put_bulk(p, mine, 8); /* ours, no check */
+	assert_int_equal(rxp_pool_get_bulk(p, mine, 8), 0);
+	assert_int_equal(pthread_create(&th, NULL, get_one, p), 0);
+	assert_int_equal(pthread_join(th, &theirs), 0);
+	assert_non_null(theirs);
+	/* Theirs, in the middle of a bulk free of ours. */
+	void *mix[9] = {mine[0], mine[1], mine[2], mine[3], theirs,
+			mine[4], mine[5], mine[6], mine[7]};
+
+	rxp_pool_put_bulk(p, mix, 9);
+	rxp_pool_drain_deferred(p); /* hands our staged remote free over */
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 1);
+	assert_int_equal(st.outstanding, 0);
+	/* and a single free of theirs, likewise */
+	assert_int_equal(pthread_create(&th, NULL, get_one, p), 0);
+	assert_int_equal(pthread_join(th, &theirs), 0);
+	rxp_pool_put(p, theirs);
+	rxp_pool_drain_deferred(p);
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 2);
+	teardown(p);
+}
+
 static void test_same_thread_free_stays_local(void **state)
 {
 	struct rxp_pool *p = mk(1024, 64, 0);
@@ -491,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_remote_free_deferred),
 		cmocka_unit_test(test_remote_free_cap_overflow),
 		cmocka_unit_test(test_remote_free_held_for_owner),
+		cmocka_unit_test(test_second_allocator_ends_sole_fast_path),
 		cmocka_unit_test(test_same_thread_free_stays_local),
 		cmocka_unit_test(test_leak_report_catches_injected_leak),
 		cmocka_unit_test(test_pkt_remote_free),
