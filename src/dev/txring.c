@@ -22,7 +22,7 @@ struct tx_entry {
 
 struct rxp_txring {
 	uint32_t count, prod, hw, cons;
-	_Atomic int owner; /* thread id that runs the ring; -1 before any use */
+	int owner; /* thread id that runs the ring (-1 before any use); __atomic builtins */
 	struct rxp_txring_stats st;
 	struct tx_entry *e;
 };
