@@ -132,6 +132,17 @@ struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const ch
 struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
 			      uint32_t buf_size, uint32_t data_off, uint32_t len);
 
+/* rxp_pkt_build plus one page fragment, in one step: the linear part as
+ * rxp_pkt_build's (not marked RXP_PKT_F_RINGBUF: the caller's own buffer),
+ * then bytes [off, off + size) of pg charged as size bytes of truesize.
+ * What a sender builds per fragment: its header in a slice of a head
+ * buffer, its data a piece of the message. Consumes one reference on page
+ * and one on pg, also on failure (NULL: bad ranges counted rx_bad_desc, no
+ * metadata counted nomem). */
+struct rxp_pkt *rxp_pkt_build_frag(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
+				   uint32_t buf_size, uint32_t data_off, uint32_t len,
+				   struct rxp_page *pg, uint32_t off, uint32_t size);
+
 /* End of life, not a drop (delivered, merged). Consumes pkt. NULL is a no-op. */
 void rxp_pkt_consume(struct rxp_pkt *pkt);
 /* Discard and count the reason. Consumes pkt. NULL is a no-op. */
@@ -166,8 +177,16 @@ uint8_t *rxp_pkt_put(struct rxp_pkt *pkt, uint32_t len);
 /* Prepend len bytes; NULL without headroom. Returns the new data. */
 uint8_t *rxp_pkt_push(struct rxp_pkt *pkt, uint32_t len);
 /* Remove len bytes from the front of the linear part; NULL if the linear
- * part is shorter (see rxp_pkt_may_pull). Returns the new data. */
-uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len);
+ * part is shorter (see rxp_pkt_may_pull). Returns the new data. Inline:
+ * every layer pulls its header off every packet. */
+static inline uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len)
+{
+	if (__builtin_expect(len > rxp_pkt_headlen(pkt), 0))
+		return NULL;
+	pkt->data += len;
+	pkt->len -= len;
+	return pkt->data;
+}
 /* Make the first len bytes linear, copying from frags/frag_list into
  * tailroom (the head is reallocated if needed). false if len > pkt->len or
  * no memory. */

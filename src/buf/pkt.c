@@ -167,6 +167,39 @@ struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uin
 	return pkt;
 }
 
+struct rxp_pkt *rxp_pkt_build_frag(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
+				   uint32_t buf_size, uint32_t data_off, uint32_t len,
+				   struct rxp_page *pg, uint32_t off, uint32_t size)
+{
+	struct rxp_pkt *pkt;
+
+	if (rxp_unlikely((uint64_t)buf_off + buf_size > page->size ||
+			 (uint64_t)data_off + len > buf_size || !size ||
+			 (uint64_t)off + size > pg->size || (uint64_t)len + size > UINT32_MAX)) {
+		rxp_page_put(page);
+		rxp_page_put(pg);
+		rxp_pktpool_count_drop(pp, RXP_DROP_RX_BAD_DESC, 1);
+		errno = EINVAL;
+		return NULL;
+	}
+	pkt = meta_get(pp, __FILE__, __LINE__);
+	if (rxp_unlikely(!pkt)) {
+		rxp_page_put(page);
+		rxp_page_put(pg);
+		rxp_pktpool_count_drop(pp, RXP_DROP_NOMEM, 1);
+		errno = ENOMEM;
+		return NULL;
+	}
+	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
+	pkt->tail += len;
+	pkt->len = len + size;
+	pkt->data_len = size;
+	pkt->nr_frags = 1;
+	pkt->frags[0] = (struct rxp_frag){.page = pg, .off = off, .size = size};
+	pkt->truesize = RXP_PKT_META_TRUESIZE + buf_size + size;
+	return pkt;
+}
+
 void rxp_pkt_consume(struct rxp_pkt *pkt)
 {
 	unsigned tid;
@@ -226,15 +259,6 @@ uint8_t *rxp_pkt_push(struct rxp_pkt *pkt, uint32_t len)
 		return NULL;
 	pkt->data -= len;
 	pkt->len += len;
-	return pkt->data;
-}
-
-uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len)
-{
-	if (rxp_unlikely(len > rxp_pkt_headlen(pkt)))
-		return NULL;
-	pkt->data += len;
-	pkt->len -= len;
 	return pkt->data;
 }
 
@@ -672,13 +696,42 @@ static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *ho
 
 enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
 {
+	struct rxp_pkt *t = to->frag_list ? to->frag_tail : to;
 	enum rxp_coalesce how;
 
+	/*
+	 * The case every reassembler hits per fragment: from is a fragment
+	 * whose header was pulled (nothing linear left, one page frag), t is
+	 * private and non-linear (so no tailroom to copy into) with a free
+	 * frag slot. merge() would steal the same way; this is it without
+	 * the general bookkeeping: one frag moved, from's head reference
+	 * dropped, from's metadata freed (it holds nothing else).
+	 */
+	if (rxp_likely(from->data == from->tail && from->nr_frags == 1 && !from->frag_list &&
+		       t->data_len && !t->frag_list && !rxp_pkt_cloned(t) &&
+		       t->nr_frags < RXP_MAX_FRAGS)) {
+		uint32_t len = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
+		unsigned tid = rxp_thread_id();
+
+		t->frags[t->nr_frags++] = from->frags[0];
+		t->len += len;
+		t->data_len += len;
+		t->truesize += ts;
+		if (t != to) {
+			to->len += len;
+			to->data_len += len;
+			to->truesize += ts;
+		}
+		if (from->head_page)
+			rxp_page_put(from->head_page);
+		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
+		rxp_pool_put(from->pool->meta, from);
+		return RXP_COALESCE_STOLEN;
+	}
 	if (!to->frag_list) {
 		if (merge(to, from, &how))
 			return how;
 	} else {
-		struct rxp_pkt *t = to->frag_tail;
 		uint32_t len = from->len, ts = t->truesize;
 
 		if (merge(t, from, &how)) {
