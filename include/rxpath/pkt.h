@@ -241,6 +241,34 @@ enum rxp_coalesce {
  * Consumes from on every path; the result only says how. to must not be
  * cloned (unshare it first). */
 enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from);
+/*
+ * Page references to drop later, in one atomic subtraction per run of the
+ * same page: what a reassembler collects while it joins the fragments of
+ * one message, whose heads are usually slices of one buffer. The batch
+ * holds the references it counts; rxp_page_batch_flush() drops them and
+ * must run before the batch is forgotten (the owner's reset and teardown
+ * paths), else the pages leak.
+ */
+struct rxp_page_batch {
+	struct rxp_page *page;
+	uint32_t n;
+};
+void rxp_page_batch_flush(struct rxp_page_batch *pb);
+/* Take over one reference on pg. */
+static inline void rxp_page_batch_add(struct rxp_page_batch *pb, struct rxp_page *pg)
+{
+	if (pb->page != pg) {
+		if (pb->page)
+			rxp_page_batch_flush(pb);
+		pb->page = pg;
+	}
+	pb->n++;
+}
+/* rxp_pkt_try_coalesce, except that the page references from's freed head
+ * would drop are handed to pb instead. Consumes from. */
+enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
+					     struct rxp_page_batch *pb);
+
 /* Append from to to's frag_list as is, keeping its boundaries (forwarding).
  * Consumes from. */
 void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from);

@@ -694,7 +694,25 @@ static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *ho
 	return true;
 }
 
+void rxp_page_batch_flush(struct rxp_page_batch *pb)
+{
+	if (pb->page && pb->n)
+		pkt_page_put_many(pb->page, pb->n);
+	pb->page = NULL;
+	pb->n = 0;
+}
+
 enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
+{
+	struct rxp_page_batch pb = {0};
+	enum rxp_coalesce how = rxp_pkt_try_coalesce_batch(to, from, &pb);
+
+	rxp_page_batch_flush(&pb);
+	return how;
+}
+
+enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
+					     struct rxp_page_batch *pb)
 {
 	struct rxp_pkt *t = to->frag_list ? to->frag_tail : to;
 	enum rxp_coalesce how;
@@ -723,7 +741,7 @@ enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
 			to->truesize += ts;
 		}
 		if (from->head_page)
-			rxp_page_put(from->head_page);
+			rxp_page_batch_add(pb, from->head_page);
 		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
 		rxp_pool_put(from->pool->meta, from);
 		return RXP_COALESCE_STOLEN;

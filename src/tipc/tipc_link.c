@@ -15,7 +15,10 @@
  *     msgcnt (B1-B4); each inner message is validated before dispatch;
  *   - l->reasm is NULL or the partial message (header stripped) whose
  *     length never exceeds RXP_TIPC_MAX_MSG_SIZE (R4), and l->reasm_next
- *     is the fragm_no expected next (R3).
+ *     is the fragm_no expected next (R3);
+ *   - l->reasm_pages holds page references of fragments already joined
+ *     into l->reasm; it is flushed whenever reassembly ends (message
+ *     done, error, reset, fini), so it never holds a page past them.
  */
 #include <errno.h>
 #include <string.h>
@@ -41,6 +44,7 @@ void rxp_tipc_link_init(struct rxp_tipc_link *l, struct rxp_pktpool *pp)
 
 static void reasm_free(struct rxp_tipc_link *l, enum rxp_drop_reason r)
 {
+	rxp_page_batch_flush(&l->reasm_pages);
 	if (l->reasm)
 		link_drop(l, l->reasm, r);
 	l->reasm = NULL;
@@ -369,6 +373,7 @@ __attribute__((noinline)) static void reasm_done(struct rxp_tipc_link *l)
 
 	l->reasm = NULL;
 	l->reasm_next = 0;
+	rxp_page_batch_flush(&l->reasm_pages);
 	/* R6: the whole message passes V1-V3; excess bytes are cut (case 19). */
 	if (rxp_tipc_validate_pkt(pkt)) {
 		link_drop(l, pkt, RXP_DROP_TIPC_FRAG_INVALID);
@@ -415,7 +420,10 @@ static void reasm_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 		return;
 	}
 	l->st.fragments++;
-	rxp_pkt_try_coalesce(m, pkt); /* consumes pkt */
+	/* Consumes pkt; its head's reference joins the batch (fragment heads
+	 * are mostly slices of one buffer: one atomic per buffer, not per
+	 * fragment). */
+	rxp_pkt_try_coalesce_batch(m, pkt, &l->reasm_pages);
 	if (type != RXP_TIPC_LAST_FRAGMENT) {
 		if (rxp_unlikely(++l->reasm_next == 0)) /* 65535 fragments: cannot continue */
 			reasm_free(l, RXP_DROP_TIPC_FRAG_TOO_BIG);
