@@ -188,8 +188,10 @@ static inline uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len)
 	return pkt->data;
 }
 /* Make the first len bytes linear, copying from frags/frag_list into
- * tailroom (the head is reallocated if needed). false if len > pkt->len or
- * no memory. */
+ * tailroom (the head is reallocated if needed; an empty linear part of a
+ * private head with no header offset set may instead move back into its
+ * headroom, keeping 64 bytes of it). false if len > pkt->len or no
+ * memory. */
 bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len);
 /* Cut the packet to len bytes (len <= pkt->len), releasing trailing frags
  * and frag_list members. -EINVAL if len > pkt->len. */

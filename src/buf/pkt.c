@@ -18,6 +18,9 @@
 #include "buf/pkt_internal.h"
 
 #define OFF_UNSET 0xffff
+/* What rxp_pkt_may_pull leaves in front of data when it reuses headroom:
+ * an Ethernet, IPv6 and UDP header (14 + 40 + 8) rounded up. */
+#define PULL_KEEP_HEADROOM 64u
 
 static void pkt_release_data(struct rxp_pkt *pkt);
 
@@ -406,24 +409,26 @@ static void eat_front(struct rxp_pkt *p, uint32_t k);
 /* Remove k bytes from the front of the non-linear part of p. */
 static void eat_nonlinear(struct rxp_pkt *p, uint32_t k)
 {
-	unsigned i, j = 0;
+	unsigned i;
 
 	p->len -= k;
 	p->data_len -= k;
-	for (i = 0; i < p->nr_frags; i++) {
-		struct rxp_frag *f = &p->frags[i];
-
-		if (k >= f->size) {
-			k -= f->size;
-			rxp_page_put(f->page);
-			continue;
-		}
-		f->off += k;
-		f->size -= k;
-		k = 0;
-		p->frags[j++] = *f;
+	/* Whole frags eaten go; the first one left may lose its front; the
+	 * rest move down only if something went (usually nothing does: a
+	 * header pulled out of the first frag). */
+	for (i = 0; i < p->nr_frags && k >= p->frags[i].size; i++) {
+		k -= p->frags[i].size;
+		rxp_page_put(p->frags[i].page);
 	}
-	p->nr_frags = (uint8_t)j;
+	if (i < p->nr_frags && k) {
+		p->frags[i].off += k;
+		p->frags[i].size -= k;
+		k = 0;
+	}
+	if (i) {
+		memmove(p->frags, p->frags + i, (p->nr_frags - i) * sizeof(p->frags[0]));
+		p->nr_frags = (uint8_t)(p->nr_frags - i);
+	}
 	while (k && p->frag_list) {
 		struct rxp_pkt *m = p->frag_list;
 
@@ -460,8 +465,19 @@ bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len)
 		return false;
 	need = len - hl;
 	if (rxp_pkt_cloned(pkt) || (uint32_t)(pkt->end - pkt->tail) < need) {
-		if (expand_head(pkt, need))
+		/* An empty linear part may start anywhere in a private head:
+		 * take the room from the headroom (its bytes are pulled-off
+		 * headers no offset refers to) rather than a new buffer,
+		 * keeping PULL_KEEP_HEADROOM for headers pushed later. A
+		 * reassembled message whose header sits in its first frag
+		 * (TIPC) needs this once per message. */
+		if (!hl && !rxp_pkt_cloned(pkt) && pkt->network_off == OFF_UNSET &&
+		    pkt->transport_off == OFF_UNSET &&
+		    (uint64_t)need + PULL_KEEP_HEADROOM <= (uint64_t)(pkt->end - pkt->head)) {
+			pkt->data = pkt->tail = pkt->end - need;
+		} else if (expand_head(pkt, need)) {
 			return false;
+		}
 	}
 	/* Copy first, then drop what was copied from the non-linear part. */
 	if (rxp_pkt_copy_bits(pkt, hl, pkt->tail, need))
