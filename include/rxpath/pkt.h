@@ -240,6 +240,8 @@ enum rxp_coalesce {
  * part is copied into tailroom, otherwise from's head and page frags become
  * frags of to (references move, no byte copied); when neither fits, from is
  * chained on to's frag_list (and later packets coalesce into that member).
+ * A stolen page frag that continues the previous frag on the same page
+ * (the next slice of one buffer) extends it instead of taking a slot.
  * Consumes from on every path; the result only says how. to must not be
  * cloned (unshare it first). */
 enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from);
@@ -252,19 +254,29 @@ enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
  * paths), else the pages leak.
  */
 struct rxp_page_batch {
-	struct rxp_page *page;
-	uint32_t n;
+	struct rxp_page *page[2]; /* two: fragments' heads and their data pages */
+	uint32_t n[2];
 };
 void rxp_page_batch_flush(struct rxp_page_batch *pb);
+/* Drop the references of the older slot and move the newer one there. */
+void rxp_page_batch_evict_(struct rxp_page_batch *pb);
 /* Take over one reference on pg. */
 static inline void rxp_page_batch_add(struct rxp_page_batch *pb, struct rxp_page *pg)
 {
-	if (pb->page != pg) {
-		if (pb->page)
-			rxp_page_batch_flush(pb);
-		pb->page = pg;
+	if (pb->page[0] == pg) {
+		pb->n[0]++;
+		return;
 	}
-	pb->n++;
+	if (pb->page[1] == pg) {
+		pb->n[1]++;
+		return;
+	}
+	if (pb->page[1])
+		rxp_page_batch_evict_(pb);
+	pb->page[1] = pb->page[0];
+	pb->n[1] = pb->n[0];
+	pb->page[0] = pg;
+	pb->n[0] = 1;
 }
 /* rxp_pkt_try_coalesce, except that the page references from's freed head
  * would drop are handed to pb instead. Consumes from. */

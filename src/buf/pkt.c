@@ -710,17 +710,26 @@ static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *ho
 	return true;
 }
 
+void rxp_page_batch_evict_(struct rxp_page_batch *pb)
+{
+	if (pb->page[1] && pb->n[1])
+		pkt_page_put_many(pb->page[1], pb->n[1]);
+	pb->page[1] = NULL;
+	pb->n[1] = 0;
+}
+
 void rxp_page_batch_flush(struct rxp_page_batch *pb)
 {
-	if (pb->page && pb->n)
-		pkt_page_put_many(pb->page, pb->n);
-	pb->page = NULL;
-	pb->n = 0;
+	rxp_page_batch_evict_(pb);
+	if (pb->page[0] && pb->n[0])
+		pkt_page_put_many(pb->page[0], pb->n[0]);
+	pb->page[0] = NULL;
+	pb->n[0] = 0;
 }
 
 enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
 {
-	struct rxp_page_batch pb = {0};
+	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
 	enum rxp_coalesce how = rxp_pkt_try_coalesce_batch(to, from, &pb);
 
 	rxp_page_batch_flush(&pb);
@@ -742,12 +751,24 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
 	 * dropped, from's metadata freed (it holds nothing else).
 	 */
 	if (rxp_likely(from->data == from->tail && from->nr_frags == 1 && !from->frag_list &&
-		       t->data_len && !t->frag_list && !rxp_pkt_cloned(t) &&
-		       t->nr_frags < RXP_MAX_FRAGS)) {
+		       t->data_len && !t->frag_list && !rxp_pkt_cloned(t))) {
+		/* t is non-linear without a frag_list: it has a last frag. */
+		struct rxp_frag *last = &t->frags[t->nr_frags - 1];
+		const struct rxp_frag *ff = &from->frags[0];
 		uint32_t len = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
-		unsigned tid = rxp_thread_id();
+		unsigned tid;
 
-		t->frags[t->nr_frags++] = from->frags[0];
+		if (last->page == ff->page && last->off + last->size == ff->off) {
+			/* The next slice of the same buffer: one frag grows
+			 * (as skb_can_coalesce), from's reference goes. */
+			last->size += ff->size;
+			rxp_page_batch_add(pb, ff->page);
+		} else if (t->nr_frags < RXP_MAX_FRAGS) {
+			t->frags[t->nr_frags++] = *ff;
+		} else {
+			goto general;
+		}
+		tid = rxp_thread_id();
 		t->len += len;
 		t->data_len += len;
 		t->truesize += ts;
@@ -762,6 +783,7 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
 		rxp_pool_put(from->pool->meta, from);
 		return RXP_COALESCE_STOLEN;
 	}
+general:
 	if (!to->frag_list) {
 		if (merge(to, from, &how))
 			return how;
