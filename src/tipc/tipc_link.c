@@ -143,7 +143,8 @@ static enum rxp_drop_reason nested_reason(unsigned user)
 }
 
 static void bundle_extract(struct rxp_tipc_link *l, struct rxp_pkt *pkt);
-static void reasm_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt);
+static inline __attribute__((always_inline)) void reasm_rcv(struct rxp_tipc_link *l,
+							    struct rxp_pkt *pkt);
 
 /*
  * Route a validated message (pkt->data at its header, pkt->len == size)
@@ -391,7 +392,8 @@ __attribute__((noinline)) static void reasm_done(struct rxp_tipc_link *l)
  * checks, a pull and a coalesce; FIRST and the end of a message are out of
  * line.
  */
-static void reasm_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
+static inline __attribute__((always_inline)) void reasm_rcv(struct rxp_tipc_link *l,
+							    struct rxp_pkt *pkt)
 {
 	/* Words read once into registers (stores below may alias them);
 	 * fragm_no lives in word 4, inside every valid header. */

@@ -229,12 +229,10 @@ static void frag_ctx_done(struct frag_ctx *fc)
 	fc->src = NULL;
 }
 
-/* Make sure the current block has a free slice (one page reference of its
- * bias each); false when out of memory. */
-static bool frag_slot(struct rxp_pktpool *pp, struct frag_ctx *fc)
+/* A new block for the slices (the old one's unused references go back);
+ * false when out of memory. */
+__attribute__((noinline)) static bool frag_block(struct rxp_pktpool *pp, struct frag_ctx *fc)
 {
-	if (rxp_likely(fc->blk && fc->end - fc->off >= FRAG_SLOT))
-		return true;
 	if (fc->blk) {
 		rxp_page_put_many(fc->blk->head_page, fc->blk_bias);
 		rxp_pkt_consume(fc->blk);
@@ -253,6 +251,15 @@ static bool frag_slot(struct rxp_pktpool *pp, struct frag_ctx *fc)
 	fc->blk_bias = (fc->end - fc->off) / FRAG_SLOT;
 	rxp_page_get_many(fc->blk->head_page, fc->blk_bias);
 	return true;
+}
+
+/* Make sure the current block has a free slice (one page reference of its
+ * bias each); false when out of memory. */
+static inline bool frag_slot(struct rxp_pktpool *pp, struct frag_ctx *fc)
+{
+	if (rxp_likely(fc->blk && fc->end - fc->off >= FRAG_SLOT))
+		return true;
+	return frag_block(pp, fc);
 }
 
 /* A head of FRAG_SLOT bytes with the 40-byte header in place (uninitialised,
