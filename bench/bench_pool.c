@@ -2,7 +2,10 @@
  * rxpath bench pool: the buffer layer against its peers, in one run.
  *
  *  1. get+put on one thread, single and bulk 32: rxpath pool (cache 256),
- *     DPDK 22.11 rte_mempool (cache 256), glibc malloc, mimalloc, jemalloc;
+ *     DPDK 22.11 rte_mempool (cache 256), glibc malloc, mimalloc, jemalloc.
+ *     rxpath twice: a pool this thread alone allocates from (its frees then
+ *     skip the per-object owner check) and one another thread has
+ *     allocated from as well (each free reads the object's owner);
  *  2. allocate on thread A, free on thread B (handed over through the same
  *     SPSC ring for every variant): rxpath deferred free, rxpath freeing
  *     straight to the shared ring, DPDK mempool with cache, the mallocs, and
@@ -37,6 +40,9 @@
 #define BULK 32
 
 static struct rxp_pool *pool;
+/* The same pool shape, but another thread has allocated from it too, so
+ * frees check each object's owner (the one-allocator shortcut is off). */
+static struct rxp_pool *pool_shared;
 static void *(*mi_malloc_fn)(size_t);
 static void (*mi_free_fn)(void *);
 static void *(*je_malloc_fn)(size_t);
@@ -69,6 +75,27 @@ LOOP(loop_rxp_bulk)
 		rxp_pool_get_bulk(pool, o, BULK);
 		sink += (uintptr_t)o[BULK - 1];
 		rxp_pool_put_bulk(pool, o, BULK);
+	}
+}
+
+LOOP(loop_rxp_single_sh)
+{
+	for (long i = 0; i < n; i++) {
+		void *o = rxp_pool_get(pool_shared);
+
+		sink += (uintptr_t)o;
+		rxp_pool_put(pool_shared, o);
+	}
+}
+
+LOOP(loop_rxp_bulk_sh)
+{
+	void *o[BULK];
+
+	for (long i = 0; i < n / BULK; i++) {
+		rxp_pool_get_bulk(pool_shared, o, BULK);
+		sink += (uintptr_t)o[BULK - 1];
+		rxp_pool_put_bulk(pool_shared, o, BULK);
 	}
 }
 
@@ -174,11 +201,15 @@ static const struct variant single_variants[] = {
 	{"1 one thread, single", "dpdk mempool cache256", NULL, 1, NULL},
 	{"1 one thread, single", "rxpath pool cache256", loop_rxp_single, 0,
 	 "dpdk mempool cache256"},
+	{"1 one thread, single", "rxpath pool, 2 allocating threads", loop_rxp_single_sh, 0,
+	 "dpdk mempool cache256"},
 	{"1 one thread, single", "glibc malloc", loop_glibc, 0, "dpdk mempool cache256"},
 	{"1 one thread, single", "mimalloc", loop_mimalloc, 2, "dpdk mempool cache256"},
 	{"1 one thread, single", "jemalloc", loop_jemalloc, 3, "dpdk mempool cache256"},
 	{"1 one thread, bulk32", "dpdk mempool cache256", NULL, 1, NULL},
 	{"1 one thread, bulk32", "rxpath pool cache256", loop_rxp_bulk, 0, "dpdk mempool cache256"},
+	{"1 one thread, bulk32", "rxpath pool, 2 allocating threads", loop_rxp_bulk_sh, 0,
+	 "dpdk mempool cache256"},
 	{"1 one thread, bulk32", "glibc malloc", loop_glibc_bulk, 0, "dpdk mempool cache256"},
 	{"1 one thread, bulk32", "mimalloc", loop_mimalloc_bulk, 2, "dpdk mempool cache256"},
 	{"3 same-thread free (thread 004)", "free to shared ring", loop_rxp_put_shared, 0, NULL},
@@ -430,15 +461,34 @@ static void load_allocators(void)
 #endif
 }
 
+static void *get_put_one(void *p)
+{
+	void *o = rxp_pool_get(p);
+
+	rxp_pool_put(p, o);
+	rxp_pool_flush_cache(p);
+	return NULL;
+}
+
 static void setup_pools(int with_dpdk)
 {
 	struct rxp_pool_config pc = {
 		.name = "bench", .obj_size = OBJ_SIZE, .n = NOBJ, .cache_size = 256};
 
 	pool = rxp_pool_create(&pc);
-	if (!pool) {
+	pool_shared = rxp_pool_create(&pc);
+	if (!pool || !pool_shared) {
 		perror("rxp_pool_create");
 		exit(1);
+	}
+	{
+		/* another thread allocates from pool_shared first (with an id
+		 * of its own: ours is taken before it starts) */
+		pthread_t t;
+
+		(void)rxp_thread_id();
+		pthread_create(&t, NULL, get_put_one, pool_shared);
+		pthread_join(t, NULL);
 	}
 #ifdef RXP_HAVE_DPDK
 	if (with_dpdk) {
@@ -465,10 +515,13 @@ static void setup_pools(int with_dpdk)
 
 static void teardown_pools(void)
 {
+	if (rxp_pool_outstanding(pool_shared))
+		fprintf(stderr, "bench pool: shared pool has objects outstanding!\n");
 	if (rxp_pool_outstanding(pool))
 		fprintf(stderr, "bench pool: %llu objects outstanding!\n",
 			(unsigned long long)rxp_pool_outstanding(pool));
 	rxp_pool_destroy(pool);
+	rxp_pool_destroy(pool_shared);
 #ifdef RXP_HAVE_DPDK
 	if (have_dpdk) {
 		rte_mempool_free(mp);
@@ -501,6 +554,8 @@ int main(int argc, char **argv)
 		} loops[] = {
 			{"loop_rxp_single", loop_rxp_single},
 			{"loop_rxp_bulk", loop_rxp_bulk},
+			{"loop_rxp_single_sh", loop_rxp_single_sh},
+			{"loop_rxp_bulk_sh", loop_rxp_bulk_sh},
 			{"loop_rxp_put_shared", loop_rxp_put_shared},
 			{"loop_glibc", loop_glibc},
 			{"loop_glibc_bulk", loop_glibc_bulk},
@@ -630,11 +685,15 @@ int main(int argc, char **argv)
 				{"1 single", "dpdk mempool cache256", "loop_dpdk_single", NULL},
 				{"1 single", "rxpath pool cache256", "loop_rxp_single",
 				 "dpdk mempool cache256"},
+				{"1 single", "rxpath pool, 2 allocating threads",
+				 "loop_rxp_single_sh", "dpdk mempool cache256"},
 				{"1 single", "glibc malloc", "loop_glibc", "dpdk mempool cache256"},
 				{"1 single", "mimalloc", "loop_mimalloc", "dpdk mempool cache256"},
 				{"1 bulk32", "dpdk mempool cache256", "loop_dpdk_bulk", NULL},
 				{"1 bulk32", "rxpath pool cache256", "loop_rxp_bulk",
 				 "dpdk mempool cache256"},
+				{"1 bulk32", "rxpath pool, 2 allocating threads",
+				 "loop_rxp_bulk_sh", "dpdk mempool cache256"},
 				{"3 same-thread free", "free to shared ring", "loop_rxp_put_shared",
 				 NULL},
 				{"3 same-thread free", "free to local cache", "loop_rxp_single",

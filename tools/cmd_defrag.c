@@ -48,7 +48,10 @@ static void usage(FILE *f)
 		"  --forward          keep fragment boundaries (forwarding mode)\n"
 		"  --mem-limit BYTES  reassembly memory cap (suffix k, m, g; default 4m)\n"
 		"  --timeout SECONDS  reassembly timeout (default 30 for IPv4, 60 for IPv6)\n"
-		"  --keep-incomplete  also write the fragments of datagrams that never complete\n"
+		"  --keep-incomplete  also write the fragments of datagrams that never complete,\n"
+		"                     when the table gives them up (timeout, overlap, eviction,\n"
+		"                     end of input) and with their own timestamps, so OUT is\n"
+		"                     then not in time order (reordercap sorts it)\n"
 		"  --json             counters summary on stderr as JSON\n");
 }
 

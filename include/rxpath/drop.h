@@ -23,6 +23,7 @@
 	X(XDP_DROP, "xdp_drop")                               \
 	X(XDP_ABORTED, "xdp_aborted")                         \
 	X(TX_RING_FULL, "tx_ring_full")                       \
+	X(XDP_REDIRECT_XTHREAD, "xdp_redirect_other_thread")  \
 	X(LINKTYPE, "unsupported_linktype")                   \
 	X(L2_UNKNOWN, "l2_unknown_ethertype")                 \
 	X(FAULT_INJECT, "fault_injected")                     \

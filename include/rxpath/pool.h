@@ -10,7 +10,11 @@
  *     list, which the owner takes in one batch with rxp_pool_drain_deferred()
  *     from its poll loop; once that list holds defer_max objects (default
  *     128, like skb_defer_max) the freeing thread puts them on the shared ring
- *     itself, so a stalled owner cannot pin memory without bound.
+ *     itself, so a stalled owner cannot pin memory without bound. The freeing
+ *     thread hands remote frees over in batches (up to 128 per owner, for up
+ *     to 4 owners at once); a batch that finds the owner's list full waits
+ *     there, up to twice its size, for the owner's next drain, and goes to
+ *     the shared ring past that or when the freeing thread drains its own.
  *
  * Exhaustion returns NULL and counts alloc_fail; nothing blocks. Every object
  * is counted while outstanding, and rxp_pool_destroy() reports leaks (in
@@ -95,16 +99,33 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *pool, void *const *objs, unsigned n)
  * outside the pool may touch it. RXP_DEBUG builds always take the calls,
  * which track each object's state and allocation site.
  */
+#define RXP_POOL_STAGE_ 128 /* remote frees handed over per batch (at most) */
+#define RXP_POOL_STAGE_CAP_ (2 * RXP_POOL_STAGE_) /* held while the owner's list is full */
+struct rxp_pool_stage_ {
+	uint16_t owner;
+	uint32_t n;
+	uint32_t lim; /* the inline put adds while n < lim; then the call hands over */
+	void *objs[RXP_POOL_STAGE_CAP_];
+};
 struct rxp_pool_cache_ {
 	uint32_t len;
 	uint32_t cap;
 	void **objs;
 	uint64_t alloc, free;
+	struct rxp_pool_stage_ *hot; /* the batch of remote frees used last, while open */
 };
 struct rxp_pool_head_ {
 	struct rxp_pool_cache_ *caches;
 	size_t cache_stride;
+	/* While one thread alone has ever taken objects from the shared ring,
+	 * its id: every object anyone holds is then that thread's, and its
+	 * frees need not look at the objects. RXP_POOL_SOLE_NONE_ before any
+	 * take, RXP_POOL_SOLE_MANY_ once a second thread has taken some
+	 * (for good: ownership is per object from then on). */
+	int sole;
 };
+#define RXP_POOL_SOLE_NONE_ (-1)
+#define RXP_POOL_SOLE_MANY_ (-2)
 #define RXP_POOL_OWNER_AT_ 32 /* the owner id sits this far before an object */
 
 static inline struct rxp_pool_cache_ *rxp_pool_cache_(struct rxp_pool *pool, unsigned tid)
@@ -151,11 +172,24 @@ static inline int rxp_pool_get_bulk_inline_(struct rxp_pool *pool, void **objs, 
 static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 {
 #ifndef RXP_DEBUG
-	unsigned tid = rxp_thread_id();
+	unsigned tid = rxp_thread_id(), owner;
 	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
+	const struct rxp_pool_head_ *h = (const struct rxp_pool_head_ *)(const void *)pool;
+	struct rxp_pool_stage_ *s;
 
-	if (__builtin_expect(rxp_pool_owner_(obj) == tid && c->len < c->cap, 1)) {
+	if (__builtin_expect(__atomic_load_n(&h->sole, __ATOMIC_RELAXED) == (int)tid ||
+				     rxp_pool_owner_(obj) == tid,
+			     1) &&
+	    __builtin_expect(c->len < c->cap, 1)) {
 		c->objs[c->len++] = obj;
+		c->free++;
+		return;
+	}
+	/* Another thread's object, for the owner we batched for last. */
+	owner = rxp_pool_owner_(obj);
+	s = c->hot;
+	if (s && s->owner == owner && s->n < s->lim) {
+		s->objs[s->n++] = obj;
 		c->free++;
 		return;
 	}
@@ -166,17 +200,50 @@ static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 static inline void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, unsigned n)
 {
 #ifndef RXP_DEBUG
-	unsigned tid = rxp_thread_id(), foreign = 0;
+	unsigned tid = rxp_thread_id(), i;
 	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
 
-#pragma GCC unroll 8
-	for (unsigned i = 0; i < n; i++)
-		foreign |= rxp_pool_owner_(objs[i]) ^ tid;
-	if (__builtin_expect(!foreign && c->len + n <= c->cap, 1)) {
-		__builtin_memcpy(c->objs + c->len, objs, n * sizeof(void *));
-		c->len += n;
-		c->free += n;
-		return;
+	if (__builtin_expect(c->len + n <= c->cap, 1)) {
+		void **dst = c->objs + c->len;
+		const uint16_t me = (uint16_t)tid;
+		const struct rxp_pool_head_ *h = (const struct rxp_pool_head_ *)(const void *)pool;
+
+		if (__atomic_load_n(&h->sole, __ATOMIC_RELAXED) == (int)tid) {
+			/* Only we have ever taken objects: these are ours. */
+			__builtin_memcpy(dst, objs, n * sizeof(void *));
+			c->len += n;
+			c->free += n;
+			return;
+		}
+
+		/* Check owners and copy pointers in one pass, four objects per
+		 * branch (each pointer is loaded once). Slots past len are
+		 * free space, so stopping at a foreign object leaves nothing
+		 * to undo: the call then sorts the whole batch. */
+		for (i = 0; i + 4 <= n; i += 4) {
+			void *o0 = objs[i], *o1 = objs[i + 1], *o2 = objs[i + 2], *o3 = objs[i + 3];
+			unsigned x = ((rxp_pool_owner_(o0) ^ me) | (rxp_pool_owner_(o1) ^ me)) |
+				     ((rxp_pool_owner_(o2) ^ me) | (rxp_pool_owner_(o3) ^ me));
+
+			if (__builtin_expect(x != 0, 0))
+				break;
+			dst[i] = o0;
+			dst[i + 1] = o1;
+			dst[i + 2] = o2;
+			dst[i + 3] = o3;
+		}
+		for (; i < n; i++) {
+			void *o = objs[i];
+
+			if (__builtin_expect(rxp_pool_owner_(o) != me, 0))
+				break;
+			dst[i] = o;
+		}
+		if (__builtin_expect(i == n, 1)) {
+			c->len += n;
+			c->free += n;
+			return;
+		}
 	}
 #endif
 	rxp_pool_put_bulk_at_(pool, objs, n);

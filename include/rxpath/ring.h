@@ -121,6 +121,7 @@ struct rxp_rxring_stats {
 	uint64_t frames, bytes, descs, zero_len_descs;
 	uint64_t pass, xdp_drop, xdp_tx, xdp_redirect, xdp_aborted;
 	uint64_t too_many_frags, bad_desc, tx_full, nomem;
+	uint64_t redirect_xthread; /* REDIRECT to a TX ring another thread runs */
 	uint64_t reuse, flip, release, restock;
 	uint64_t alloc_fail; /* refill found the page pool empty */
 	uint64_t rx_no_buffer; /* hardware side: frames with no posted buffer */
@@ -185,17 +186,23 @@ typedef void (*rxp_tx_sink_fn)(void *ctx, const struct rxp_tx_seg *segs, unsigne
 
 struct rxp_txring_stats {
 	uint64_t xmit, sent, completed, full;
+	uint64_t foreign; /* xmits refused: not on the thread that runs the ring */
 };
 
 struct rxp_txring *rxp_txring_create(unsigned count);
 /* Completes everything (sending what is queued first). */
 void rxp_txring_destroy(struct rxp_txring *t);
 /* Queue an XDP frame; the ring takes its page references (one for the
- * linear part, one per frag). -ENOSPC (references untouched) when full. */
+ * linear part, one per frag). -ENOSPC (references untouched) when full.
+ * A TX ring is single-threaded: the thread that last ran its completion
+ * (or, before any, queued on it first) runs it, and a frame queued from
+ * another thread (an XDP_REDIRECT across workers) is refused with -EXDEV,
+ * references untouched, instead of racing with that thread. */
 int rxp_txring_xmit_xdp(struct rxp_txring *t, const struct rxp_xdp_buff *xdp);
 /* Hardware side: send up to n queued frames (each passed to sink if set). */
 unsigned rxp_txring_hw_send(struct rxp_txring *t, unsigned n, rxp_tx_sink_fn sink, void *ctx);
-/* Driver side: put the references of sent frames; returns frames done. */
+/* Driver side: put the references of sent frames; returns frames done.
+ * The calling thread becomes the ring's. */
 unsigned rxp_txring_complete(struct rxp_txring *t, unsigned budget);
 void rxp_txring_get_stats(const struct rxp_txring *t, struct rxp_txring_stats *st);
 /* Entries free for rxp_txring_xmit_xdp. */

@@ -32,7 +32,8 @@
 #define STATE_FREE 0xf4eeu
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
-#define STAGE 64 /* remote frees batched per owner */
+#define STAGE RXP_POOL_STAGE_ /* remote frees handed over per batch */
+#define STAGE_CAP RXP_POOL_STAGE_CAP_ /* most a batch holds while its owner's list is full */
 #define NSTAGE 4 /* owners a thread batches for at once */
 
 struct obj_hdr {
@@ -46,30 +47,26 @@ _Static_assert(sizeof(struct obj_hdr) == 32, "object header keeps objects 32-byt
 _Static_assert(sizeof(struct obj_hdr) == RXP_POOL_OWNER_AT_ && offsetof(struct obj_hdr, owner) == 0,
 	       "rxp_pool_owner_() reads the owner where it is");
 
-struct stage {
-	uint16_t owner;
-	uint32_t n;
-	void *objs[STAGE];
-};
+#define stage rxp_pool_stage_ /* pool.h has the layout: the inline put stages */
 
 struct tcache {
 	/* The head is struct rxp_pool_cache_ (pool.h): the inline fast paths
-	 * read and write these five. */
+	 * read and write these six. */
 	uint32_t len;
 	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
 	void **objs;
 	uint64_t alloc, free; /* counted by the thread itself, read (relaxed) by anyone */
+	struct stage *hot; /* the slot used last while it is in use, else NULL */
 	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
 	uint32_t staged; /* bit per stage slot in use */
-	uint16_t hot_owner; /* owner of the slot used last (0xffff: none) */
-	uint8_t hot_k; /* that slot */
 	uint64_t fail, deferred, overflow, drained;
 } __rxp_cache_aligned;
 _Static_assert(offsetof(struct tcache, len) == offsetof(struct rxp_pool_cache_, len) &&
 		       offsetof(struct tcache, cap) == offsetof(struct rxp_pool_cache_, cap) &&
 		       offsetof(struct tcache, objs) == offsetof(struct rxp_pool_cache_, objs) &&
 		       offsetof(struct tcache, alloc) == offsetof(struct rxp_pool_cache_, alloc) &&
-		       offsetof(struct tcache, free) == offsetof(struct rxp_pool_cache_, free),
+		       offsetof(struct tcache, free) == offsetof(struct rxp_pool_cache_, free) &&
+		       offsetof(struct tcache, hot) == offsetof(struct rxp_pool_cache_, hot),
 	       "the inline fast paths see the head of struct tcache");
 
 struct rxp_pool {
@@ -82,6 +79,7 @@ struct rxp_pool {
 	unsigned batch; /* refill/flush unit: half the cache */
 	unsigned defer_max;
 	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
+	unsigned stage_cap; /* and held up to this many while the owner's list is full */
 	uint8_t *mem;
 	void **cache_mem;
 	struct stage *stage_mem;
@@ -170,6 +168,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	memset(p, 0, sizeof(*p));
 	p->head.caches = (struct rxp_pool_cache_ *)(void *)p->caches;
 	p->head.cache_stride = sizeof(struct tcache);
+	p->head.sole = RXP_POOL_SOLE_NONE_;
 	snprintf(p->name, sizeof(p->name), "%s", cfg->name ? cfg->name : "pool");
 	p->obj_size = cfg->obj_size;
 	p->stride = RXP_ALIGN_UP(sizeof(struct obj_hdr) + cfg->obj_size, (size_t)RXP_CACHELINE);
@@ -181,8 +180,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->batch = p->cache_size > 1 ? p->cache_size / 2 : p->cache_size;
 	p->defer_max = cfg->defer_max ? cfg->defer_max : RXP_POOL_DEFER_MAX_DEFAULT;
 	p->stage_lim = p->defer_max < STAGE ? p->defer_max : STAGE;
-	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++)
-		p->caches[t].hot_owner = 0xffff; /* no slot yet (and none ever without a cache) */
+	p->stage_cap = 2 * p->stage_lim;
 
 	p->ring = rxp_mpmc_create(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
@@ -350,10 +348,28 @@ static inline void mark_used(struct rxp_pool *p, void *obj, unsigned tid, const 
 	(void)tid;
 }
 
+/* The first time a thread takes objects from the shared ring, record it:
+ * the inline frees skip the owner check while one thread alone ever has.
+ * This happens before the objects leave get, so a thread that is handed one
+ * of them (through a queue, which orders the two) also sees the change. */
+__attribute__((noinline, cold)) static void sole_update(struct rxp_pool *p, unsigned tid)
+{
+	int cur = RXP_POOL_SOLE_NONE_;
+
+	if (!__atomic_compare_exchange_n(&p->head.sole, &cur, (int)tid, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST) &&
+	    cur != (int)tid)
+		__atomic_store_n(&p->head.sole, RXP_POOL_SOLE_MANY_, __ATOMIC_SEQ_CST);
+}
+
 /* Objects entering a thread's hands from the shared ring become its own.
  * Everything in caches[t] already has owner t, so get never writes it. */
-static inline void adopt(void *const *objs, uint32_t n, unsigned tid)
+static inline void adopt(struct rxp_pool *p, void *const *objs, uint32_t n, unsigned tid)
 {
+	int sole = __atomic_load_n(&p->head.sole, __ATOMIC_RELAXED);
+
+	if (rxp_unlikely(sole != (int)tid && sole != RXP_POOL_SOLE_MANY_ && n))
+		sole_update(p, tid);
 	for (uint32_t i = 0; i < n; i++) {
 		struct obj_hdr *h = hdr_of(objs[i]);
 
@@ -375,7 +391,7 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
-		adopt(&obj, 1, tid);
+		adopt(p, &obj, 1, tid);
 		mark_used(p, obj, tid, file, line);
 		__atomic_fetch_add(&c->alloc, 1, __ATOMIC_RELAXED);
 		return obj;
@@ -384,7 +400,7 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 	drain(p, tid, c);
 	if (!c->len) {
 		c->len = rxp_mpmc_dequeue(p->ring, c->objs, p->batch ? p->batch : 1, false);
-		adopt(c->objs, c->len, tid);
+		adopt(p, c->objs, c->len, tid);
 	}
 	if (!c->len) {
 		c->fail++;
@@ -431,7 +447,7 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		if (c->len < n) {
 			uint32_t got = rxp_mpmc_dequeue(p->ring, c->objs + c->len, want, false);
 
-			adopt(c->objs + c->len, got, tid);
+			adopt(p, c->objs + c->len, got, tid);
 			c->len += got;
 		}
 		if (c->len < n) {
@@ -447,7 +463,7 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}
-		adopt(objs, n, tid);
+		adopt(p, objs, n, tid);
 	}
 #ifdef RXP_DEBUG
 	for (unsigned i = 0; i < n; i++)
@@ -484,23 +500,59 @@ static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
 	rxp_mpmc_enqueue(p->ring, objs, n, true);
 }
 
-/* Hand a freeing thread's batch in stage slot k over: onto its owner's
- * deferred ring, or, past that ring's cap, onto the shared ring. */
-static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned k)
+/* Where the inline put stops and the call takes the next free: once the
+ * batch holds `at` objects. */
+static inline void stage_arm(struct stage *s, unsigned at)
+{
+	s->lim = at - 1;
+}
+
+/* Offer stage slot k's batch to its owner's deferred ring. What does not
+ * fit stays staged while the batch is below stage_cap (the owner drains
+ * once per poll, so its list is usually empty again a few frees later);
+ * at stage_cap, or with all set (the batch must go now: a drain, a slot
+ * taken for another owner), the rest goes to the shared ring, counted as
+ * past the cap. Either way at most stage_cap objects wait on this thread
+ * per slot. */
+static void stage_offer(struct rxp_pool *p, struct tcache *c, unsigned k, bool all)
 {
 	struct stage *s = &c->stage[k];
-	uint32_t done;
+	uint32_t done, rest;
 
-	c->staged &= ~(1u << k);
 	if (!s->n)
-		return;
+		goto empty;
 	done = rxp_mpmc_enqueue(p->defer[s->owner], s->objs, s->n, false);
 	c->deferred += done;
-	if (done < s->n) {
-		to_ring(p, s->objs + done, s->n - done);
-		c->overflow += s->n - done;
+	rest = s->n - done;
+	if (!rest)
+		goto empty;
+	if (all || s->n >= p->stage_cap) {
+		to_ring(p, s->objs + done, rest);
+		c->overflow += rest;
+		goto empty;
 	}
+	if (done)
+		memmove(s->objs, s->objs + done, rest * sizeof(void *));
+	s->n = rest;
+	/* try again a quarter batch later */
+	rest += p->stage_lim / 4 ? p->stage_lim / 4 : 1;
+	stage_arm(s, rest < p->stage_cap ? rest : p->stage_cap);
+	return;
+empty:
 	s->n = 0;
+	stage_arm(s, p->stage_lim);
+	if (all) {
+		c->staged &= ~(1u << k);
+		if (c->hot == s)
+			c->hot = NULL;
+	}
+}
+
+/* Hand a freeing thread's batch in stage slot k over whole: onto its
+ * owner's deferred ring, or, past that ring's cap, onto the shared ring. */
+static void stage_flush(struct rxp_pool *p, struct tcache *c, unsigned k)
+{
+	stage_offer(p, c, k, true);
 }
 
 /* The stage slot batching frees for owner: its own, a free one, or one
@@ -512,16 +564,14 @@ static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
 
 	for (k = 0; k < NSTAGE; k++)
 		if ((c->staged & (1u << k)) && c->stage[k].owner == owner) {
-			c->hot_owner = (uint16_t)owner;
-			c->hot_k = (uint8_t)k;
+			c->hot = &c->stage[k];
 			return k;
 		}
 	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE : (unsigned)__builtin_ctz(~c->staged);
 	stage_flush(p, c, k);
 	c->stage[k].owner = (uint16_t)owner;
 	c->staged |= 1u << k;
-	c->hot_owner = (uint16_t)owner;
-	c->hot_k = (uint8_t)k;
+	c->hot = &c->stage[k];
 	return k;
 }
 
@@ -544,8 +594,8 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 		struct stage *s = &c->stage[k];
 
 		s->objs[s->n++] = obj;
-		if (s->n == STAGE || s->n >= p->defer_max)
-			stage_flush(p, c, k);
+		if (s->n > s->lim)
+			stage_offer(p, c, k, false);
 	}
 }
 
@@ -559,12 +609,9 @@ void rxp_pool_put_at_(struct rxp_pool *p, void *obj)
 	mark_free(p, obj);
 	if (rxp_likely(owner == tid && c->len < c->cap)) {
 		c->objs[c->len++] = obj;
-	} else if (owner == c->hot_owner && c->stage[c->hot_k].n + 1 < p->stage_lim) {
+	} else if (c->hot && c->hot->owner == owner && c->hot->n < c->hot->lim) {
 		/* a remote free for the owner we batched for last: stage it */
-		struct stage *st = &c->stage[c->hot_k];
-
-		st->objs[st->n++] = obj;
-		c->staged |= 1u << c->hot_k;
+		c->hot->objs[c->hot->n++] = obj;
 	} else {
 		put_slow(p, tid, c, obj);
 	}

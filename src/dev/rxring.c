@@ -64,7 +64,7 @@ struct rxp_rxring {
 	unsigned lin_slot;
 	uint64_t frame_seq;
 	struct rxp_rxring_stats st;
-	uint64_t drops_flushed[RXP_DROP_MAX > 64 ? 8 : 8]; /* see flush_drops */
+	uint64_t drops_flushed[8]; /* see flush_drops */
 	uint16_t frag_slot[RXP_MAX_FRAGS];
 	struct rxp_xdp_buff x;
 };
@@ -79,8 +79,10 @@ static const struct {
 	{RXP_DROP_RX_TOO_MANY_FRAGS, offsetof(struct rxp_rxring_stats, too_many_frags)},
 	{RXP_DROP_RX_BAD_DESC, offsetof(struct rxp_rxring_stats, bad_desc)},
 	{RXP_DROP_TX_RING_FULL, offsetof(struct rxp_rxring_stats, tx_full)},
+	{RXP_DROP_XDP_REDIRECT_XTHREAD, offsetof(struct rxp_rxring_stats, redirect_xthread)},
 	{RXP_DROP_RX_NO_BUFFER, offsetof(struct rxp_rxring_stats, rx_no_buffer)},
 };
+_Static_assert(RXP_ARRAY_SIZE(drop_fields) <= 8, "drops_flushed has a slot per reason");
 
 /* Frames dropped before they became packets are counted on the packet pool
  * once per clean call, not per frame (the per-frame call would cost the
@@ -464,6 +466,7 @@ static void finish_frame(struct rxp_rxring *r, struct rxp_pkt **out, unsigned *n
 {
 	enum rxp_xdp_action act;
 	struct rxp_txring *tx;
+	int rc;
 
 	r->st.frames++;
 	if (rxp_unlikely(r->bad || !r->have_lin)) {
@@ -488,9 +491,13 @@ static void finish_frame(struct rxp_rxring *r, struct rxp_pkt **out, unsigned *n
 	case RXP_XDP_TX:
 	case RXP_XDP_REDIRECT:
 		tx = act == RXP_XDP_REDIRECT && r->x.redirect ? r->x.redirect : r->tx;
-		if (rxp_txring_xmit_xdp(tx, &r->x)) {
+		rc = rxp_txring_xmit_xdp(tx, &r->x);
+		if (rc) {
 			take_back(r);
-			r->st.tx_full++;
+			if (rc == -EXDEV)
+				r->st.redirect_xthread++;
+			else
+				r->st.tx_full++;
 		} else if (act == RXP_XDP_TX) {
 			r->st.xdp_tx++;
 		} else {

@@ -172,7 +172,7 @@ static void sim_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 		st->tx_bytes += sq->tx_bytes;
 		st->rx_no_buffer += r.rx_no_buffer;
 		st->rx_dropped += r.rx_no_buffer + r.xdp_drop + r.xdp_aborted + r.too_many_frags +
-				  r.bad_desc + r.tx_full + r.nomem;
+				  r.bad_desc + r.tx_full + r.redirect_xthread + r.nomem;
 		st->xdp_pass += r.pass;
 		st->xdp_drop += r.xdp_drop;
 		st->xdp_tx += r.xdp_tx;

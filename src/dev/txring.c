@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "rxpath/compiler.h"
+#include "rxpath/pool.h"
 #include "rxpath/ring.h"
 
 struct tx_entry {
@@ -21,6 +22,7 @@ struct tx_entry {
 
 struct rxp_txring {
 	uint32_t count, prod, hw, cons;
+	_Atomic int owner; /* thread id that runs the ring; -1 before any use */
 	struct rxp_txring_stats st;
 	struct tx_entry *e;
 };
@@ -42,6 +44,7 @@ struct rxp_txring *rxp_txring_create(unsigned count)
 		return NULL;
 	}
 	t->count = count;
+	t->owner = -1;
 	return t;
 }
 
@@ -58,7 +61,14 @@ void rxp_txring_destroy(struct rxp_txring *t)
 int rxp_txring_xmit_xdp(struct rxp_txring *t, const struct rxp_xdp_buff *x)
 {
 	struct tx_entry *e;
+	int me = (int)rxp_thread_id(), owner = -1;
 
+	if (rxp_unlikely(__atomic_load_n(&t->owner, __ATOMIC_RELAXED) != me) &&
+	    !__atomic_compare_exchange_n(&t->owner, &owner, me, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&t->st.foreign, 1, __ATOMIC_RELAXED); /* other threads */
+		return -EXDEV;
+	}
 	if (rxp_unlikely(t->prod - t->cons >= t->count)) {
 		t->st.full++;
 		return -ENOSPC;
@@ -102,7 +112,10 @@ unsigned rxp_txring_hw_send(struct rxp_txring *t, unsigned n, rxp_tx_sink_fn sin
 unsigned rxp_txring_complete(struct rxp_txring *t, unsigned budget)
 {
 	unsigned done = 0;
+	int me = (int)rxp_thread_id();
 
+	if (__atomic_load_n(&t->owner, __ATOMIC_RELAXED) != me)
+		__atomic_store_n(&t->owner, me, __ATOMIC_RELAXED);
 	while (done < budget && t->cons != t->hw) {
 		struct tx_entry *e = &t->e[t->cons % t->count];
 

@@ -210,6 +210,122 @@ static void test_remote_free_cap_overflow(void **state)
 	run_xfer(8, &st);
 }
 
+/* A freeing thread that runs commands one at a time, so a test can
+ * interleave its frees with the owner's drains. */
+struct remote {
+	struct rxp_pool *p;
+	void **objs;
+	atomic_int cmd; /* 0 idle, 1 free objs[from, to), 2 hand over (drain), 3 exit */
+	int from, to;
+	pthread_t th;
+};
+
+static void *remote_main(void *arg)
+{
+	struct remote *r = arg;
+
+	for (;;) {
+		int c = atomic_load(&r->cmd);
+
+		if (c == 1)
+			for (int i = r->from; i < r->to; i++)
+				rxp_pool_put(r->p, r->objs[i]);
+		else if (c == 2)
+			rxp_pool_drain_deferred(r->p);
+		else if (c == 3)
+			return NULL;
+		if (c)
+			atomic_store(&r->cmd, 0);
+	}
+}
+
+static void remote_do(struct remote *r, int cmd, int from, int to)
+{
+	r->from = from;
+	r->to = to;
+	atomic_store(&r->cmd, cmd);
+	while (atomic_load(&r->cmd))
+		;
+}
+
+/* Remote frees that find the owner's list full wait on the freeing thread
+ * (up to twice the hand-over batch) for the owner's next drain instead of
+ * going to the shared ring at once; what is still there when the freeing
+ * thread must hand over everything goes past the cap. */
+static void test_remote_free_held_for_owner(void **state)
+{
+	struct rxp_pool *p = mk(1024, 256, 16); /* batch 16, held up to 32 */
+	void *objs[40];
+	struct remote r = {.p = p, .objs = objs};
+	struct rxp_pool_stats st;
+
+	for (int i = 0; i < 40; i++)
+		assert_non_null(objs[i] = rxp_pool_get(p));
+	assert_int_equal(pthread_create(&r.th, NULL, remote_main, &r), 0);
+	remote_do(&r, 1, 0, 16); /* a full batch: onto our list */
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 16);
+	remote_do(&r, 1, 16, 32); /* our list is full: held over there */
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 16);
+	assert_int_equal(st.defer_overflow, 0);
+	assert_int_equal(rxp_pool_drain_deferred(p), 16);
+	remote_do(&r, 1, 32, 36); /* the next try: 16 fit, 4 stay */
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 32);
+	assert_int_equal(st.defer_overflow, 0);
+	remote_do(&r, 1, 36, 40);
+	remote_do(&r, 2, 0, 0); /* hand over all: the list is full again */
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 32);
+	assert_int_equal(st.defer_overflow, 8);
+	assert_int_equal(st.outstanding, 0);
+	assert_int_equal(rxp_pool_drain_deferred(p), 16);
+	atomic_store(&r.cmd, 3);
+	pthread_join(r.th, NULL);
+	teardown(p);
+}
+
+/* A pool one thread alone allocates from lets that thread's frees skip the
+ * owner check; once a second thread allocates, ownership is per object
+ * again: an object of the second thread freed here goes to its list. */
+static void *get_one(void *arg)
+{
+	return rxp_pool_get(arg);
+}
+
+static void test_second_allocator_ends_sole_fast_path(void **state)
+{
+	struct rxp_pool *p = mk(1024, 64, 0);
+	struct rxp_pool_stats st;
+	void *mine[8], *theirs = NULL;
+	pthread_t th;
+
+	assert_int_equal(rxp_pool_get_bulk(p, mine, 8), 0);
+	rxp_pool_put_bulk(p, mine, 8); /* ours, no check */
+	assert_int_equal(rxp_pool_get_bulk(p, mine, 8), 0);
+	assert_int_equal(pthread_create(&th, NULL, get_one, p), 0);
+	assert_int_equal(pthread_join(th, &theirs), 0);
+	assert_non_null(theirs);
+	/* Theirs, in the middle of a bulk free of ours. */
+	void *mix[9] = {mine[0], mine[1], mine[2], mine[3], theirs,
+			mine[4], mine[5], mine[6], mine[7]};
+
+	rxp_pool_put_bulk(p, mix, 9);
+	rxp_pool_drain_deferred(p); /* hands our staged remote free over */
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 1);
+	assert_int_equal(st.outstanding, 0);
+	/* and a single free of theirs, likewise */
+	assert_int_equal(pthread_create(&th, NULL, get_one, p), 0);
+	assert_int_equal(pthread_join(th, &theirs), 0);
+	rxp_pool_put(p, theirs);
+	rxp_pool_drain_deferred(p);
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.deferred, 2);
+	teardown(p);
+}
+
 static void test_same_thread_free_stays_local(void **state)
 {
 	struct rxp_pool *p = mk(1024, 64, 0);
@@ -414,6 +530,8 @@ int main(void)
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_remote_free_deferred),
 		cmocka_unit_test(test_remote_free_cap_overflow),
+		cmocka_unit_test(test_remote_free_held_for_owner),
+		cmocka_unit_test(test_second_allocator_ends_sole_fast_path),
 		cmocka_unit_test(test_same_thread_free_stays_local),
 		cmocka_unit_test(test_leak_report_catches_injected_leak),
 		cmocka_unit_test(test_pkt_remote_free),

@@ -591,6 +591,50 @@ static void test_too_many_frags_and_no_buffer(void **state)
 	assert_int_equal(harness_fini(&H), 0);
 }
 
+/* A TX ring belongs to the thread that runs its completion: a frame queued
+ * from another thread (XDP_REDIRECT across workers) is refused and counted,
+ * its references untouched, until that thread runs the ring itself. */
+static void *complete_on_thread(void *t)
+{
+	rxp_txring_complete(t, ~0u);
+	return NULL;
+}
+
+static void test_tx_redirect_other_thread(void **state)
+{
+	struct rxp_txring *t = rxp_txring_create(4);
+	struct rxp_page *pg = rxpt_page_new(4096);
+	struct rxp_xdp_buff x = {0};
+	struct rxp_txring_stats st;
+	pthread_t th;
+
+	assert_non_null(t);
+	assert_non_null(pg);
+	x.page = pg;
+	x.data_hard_start = pg->addr;
+	x.data = pg->addr + 64;
+	x.data_end = x.data + 100;
+	x.frame_sz = 4096;
+	(void)rxp_thread_id(); /* ours first, so the other thread's differs */
+	assert_int_equal(pthread_create(&th, NULL, complete_on_thread, t), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	/* That thread ran it last: we are another thread. */
+	assert_int_equal(rxp_txring_xmit_xdp(t, &x), -EXDEV);
+	rxp_txring_get_stats(t, &st);
+	assert_int_equal(st.foreign, 1);
+	assert_int_equal(st.xmit, 0);
+	/* Running the ring here makes it ours. */
+	rxp_txring_complete(t, ~0u);
+	assert_int_equal(rxp_txring_xmit_xdp(t, &x), 0); /* takes pg's reference */
+	assert_int_equal(rxp_txring_hw_send(t, ~0u, NULL, NULL), 1);
+	assert_int_equal(rxp_txring_complete(t, ~0u), 1);
+	rxp_txring_get_stats(t, &st);
+	assert_int_equal(st.foreign, 1);
+	assert_int_equal(st.completed, 1);
+	rxp_txring_destroy(t);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -598,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_too_many_frags_and_no_buffer),
 		cmocka_unit_test(test_zero_len_bug_class),
 		cmocka_unit_test(test_ring_property),
+		cmocka_unit_test(test_tx_redirect_other_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
