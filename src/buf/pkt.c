@@ -1,11 +1,13 @@
 /*
- * Packet operations (include/rxpath/pkt.h).
+ * Packet operations (include/rxpath/pkt.h); coalescing is in
+ * pkt_coalesce.c.
  *
  * Invariants kept by every function here:
  *   - len == headlen + data_len, and data_len == sum(frags) + sum(frag_list lens);
  *   - head <= data <= tail <= end;
- *   - a packet holds exactly one reference on head_page and on each
- *     frags[i].page; frag_list members are owned by the packet;
+ *   - a packet holds exactly one reference on head_page (when set: a
+ *     packet whose head was stolen holds none) and on each frags[i].page;
+ *     frag_list members are owned by the packet;
  *   - a cloned packet's head bytes are never written here (may_pull and
  *     linearize move to a private head first).
  */
@@ -23,17 +25,6 @@
 #define PULL_KEEP_HEADROOM 64u
 
 static void pkt_release_data(struct rxp_pkt *pkt);
-
-/* Drop n references held by the caller; as rxp_page_put, a sole owner (all
- * references are ours) skips the atomic read-modify-write. */
-static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
-{
-	if (atomic_load_explicit(&pg->refcnt, memory_order_acquire) == n ||
-	    atomic_fetch_sub_explicit(&pg->refcnt, n, memory_order_acq_rel) == n) {
-		atomic_store_explicit(&pg->refcnt, 0, memory_order_relaxed);
-		pg->release(pg);
-	}
-}
 
 static inline void pkt_free(struct rxp_pkt *pkt)
 {
@@ -648,157 +639,4 @@ struct rxp_pkt *rxp_pkt_unshare(struct rxp_pkt *pkt)
 	}
 	rxp_pkt_consume(pkt);
 	return c;
-}
-
-/* ---- coalescing -------------------------------------------------------------- */
-
-void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from)
-{
-	from->next = NULL;
-	if (to->frag_tail)
-		to->frag_tail->next = from;
-	else
-		to->frag_list = from;
-	to->frag_tail = from;
-	to->len += from->len;
-	to->data_len += from->len;
-	to->truesize += from->truesize;
-}
-
-/* Merge from into t if t has no frag_list: copy when everything fits in t's
- * tailroom, else move from's head and frags over as t's frags. false leaves
- * both untouched. Consumes from when it returns true. */
-static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *how)
-{
-	uint32_t hl = rxp_pkt_headlen(from), delta;
-	unsigned need;
-
-	if (t->frag_list || rxp_pkt_cloned(t))
-		return false;
-	if (from->len <= rxp_pkt_tailroom(t)) {
-		rxp_pkt_copy_bits(from, 0, t->tail, from->len);
-		t->tail += from->len;
-		t->len += from->len;
-		rxp_pkt_consume(from);
-		*how = RXP_COALESCE_COPIED;
-		return true;
-	}
-	if (from->frag_list)
-		return false;
-	need = from->nr_frags + (hl ? 1u : 0u);
-	if (t->nr_frags + need > RXP_MAX_FRAGS)
-		return false;
-	/* Each packet owns its own references, clone or not, so they can move. */
-	if (hl) {
-		struct rxp_frag *f = &t->frags[t->nr_frags++];
-
-		f->page = from->head_page;
-		f->off = (uint32_t)(from->data - from->head_page->addr);
-		f->size = hl;
-	} else {
-		rxp_page_put(from->head_page);
-	}
-	memcpy(&t->frags[t->nr_frags], from->frags, from->nr_frags * sizeof(from->frags[0]));
-	t->nr_frags = (uint8_t)(t->nr_frags + from->nr_frags);
-	t->len += from->len;
-	t->data_len += from->len;
-	delta = from->truesize - RXP_PKT_META_TRUESIZE;
-	t->truesize += delta;
-	from->head_page = NULL;
-	from->nr_frags = 0;
-	from->data_len = 0;
-	rxp_pkt_consume(from);
-	*how = RXP_COALESCE_STOLEN;
-	return true;
-}
-
-void rxp_page_batch_evict_(struct rxp_page_batch *pb)
-{
-	if (pb->page[1] && pb->n[1])
-		pkt_page_put_many(pb->page[1], pb->n[1]);
-	pb->page[1] = NULL;
-	pb->n[1] = 0;
-}
-
-void rxp_page_batch_flush(struct rxp_page_batch *pb)
-{
-	rxp_page_batch_evict_(pb);
-	if (pb->page[0] && pb->n[0])
-		pkt_page_put_many(pb->page[0], pb->n[0]);
-	pb->page[0] = NULL;
-	pb->n[0] = 0;
-}
-
-enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
-{
-	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
-	enum rxp_coalesce how = rxp_pkt_try_coalesce_batch(to, from, &pb);
-
-	rxp_page_batch_flush(&pb);
-	return how;
-}
-
-enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
-					     struct rxp_page_batch *pb)
-{
-	struct rxp_pkt *t = to->frag_list ? to->frag_tail : to;
-	enum rxp_coalesce how;
-
-	/*
-	 * The case every reassembler hits per fragment: from is a fragment
-	 * whose header was pulled (nothing linear left, one page frag), t is
-	 * private and non-linear (so no tailroom to copy into) with a free
-	 * frag slot. merge() would steal the same way; this is it without
-	 * the general bookkeeping: one frag moved, from's head reference
-	 * dropped, from's metadata freed (it holds nothing else).
-	 */
-	if (rxp_likely(from->data == from->tail && from->nr_frags == 1 && !from->frag_list &&
-		       t->data_len && !t->frag_list && !rxp_pkt_cloned(t))) {
-		/* t is non-linear without a frag_list: it has a last frag. */
-		struct rxp_frag *last = &t->frags[t->nr_frags - 1];
-		const struct rxp_frag *ff = &from->frags[0];
-		uint32_t len = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
-		unsigned tid;
-
-		if (last->page == ff->page && last->off + last->size == ff->off) {
-			/* The next slice of the same buffer: one frag grows
-			 * (as skb_can_coalesce), from's reference goes. */
-			last->size += ff->size;
-			rxp_page_batch_add(pb, ff->page);
-		} else if (t->nr_frags < RXP_MAX_FRAGS) {
-			t->frags[t->nr_frags++] = *ff;
-		} else {
-			goto general;
-		}
-		tid = rxp_thread_id();
-		t->len += len;
-		t->data_len += len;
-		t->truesize += ts;
-		if (t != to) {
-			to->len += len;
-			to->data_len += len;
-			to->truesize += ts;
-		}
-		if (from->head_page)
-			rxp_page_batch_add(pb, from->head_page);
-		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
-		rxp_pool_put(from->pool->meta, from);
-		return RXP_COALESCE_STOLEN;
-	}
-general:
-	if (!to->frag_list) {
-		if (merge(to, from, &how))
-			return how;
-	} else {
-		uint32_t len = from->len, ts = t->truesize;
-
-		if (merge(t, from, &how)) {
-			to->len += len;
-			to->data_len += len;
-			to->truesize += t->truesize - ts;
-			return how;
-		}
-	}
-	rxp_pkt_chain(to, from);
-	return RXP_COALESCE_CHAINED;
 }
