@@ -78,7 +78,9 @@ struct rxp_pkt {
 	struct rxp_pktpool *pool;
 	struct rxp_pkt *frag_list;
 	struct rxp_pkt *frag_tail;
-	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE]; /* the owning layer's scratch */
+	/* The owning layer's scratch. Not cleared when a packet is made (nor
+	 * frags[] past nr_frags): a layer writes the cb bytes it reads. */
+	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE];
 	struct rxp_frag frags[RXP_MAX_FRAGS];
 };
 
