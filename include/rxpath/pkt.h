@@ -78,7 +78,9 @@ struct rxp_pkt {
 	struct rxp_pktpool *pool;
 	struct rxp_pkt *frag_list;
 	struct rxp_pkt *frag_tail;
-	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE]; /* the owning layer's scratch */
+	/* The owning layer's scratch. Not cleared when a packet is made (nor
+	 * frags[] past nr_frags): a layer writes the cb bytes it reads. */
+	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE];
 	struct rxp_frag frags[RXP_MAX_FRAGS];
 };
 
@@ -132,6 +134,17 @@ struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const ch
 struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
 			      uint32_t buf_size, uint32_t data_off, uint32_t len);
 
+/* rxp_pkt_build plus one page fragment, in one step: the linear part as
+ * rxp_pkt_build's (not marked RXP_PKT_F_RINGBUF: the caller's own buffer),
+ * then bytes [off, off + size) of pg charged as size bytes of truesize.
+ * What a sender builds per fragment: its header in a slice of a head
+ * buffer, its data a piece of the message. Consumes one reference on page
+ * and one on pg, also on failure (NULL: bad ranges counted rx_bad_desc, no
+ * metadata counted nomem). */
+struct rxp_pkt *rxp_pkt_build_frag(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
+				   uint32_t buf_size, uint32_t data_off, uint32_t len,
+				   struct rxp_page *pg, uint32_t off, uint32_t size);
+
 /* End of life, not a drop (delivered, merged). Consumes pkt. NULL is a no-op. */
 void rxp_pkt_consume(struct rxp_pkt *pkt);
 /* Discard and count the reason. Consumes pkt. NULL is a no-op. */
@@ -166,11 +179,21 @@ uint8_t *rxp_pkt_put(struct rxp_pkt *pkt, uint32_t len);
 /* Prepend len bytes; NULL without headroom. Returns the new data. */
 uint8_t *rxp_pkt_push(struct rxp_pkt *pkt, uint32_t len);
 /* Remove len bytes from the front of the linear part; NULL if the linear
- * part is shorter (see rxp_pkt_may_pull). Returns the new data. */
-uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len);
+ * part is shorter (see rxp_pkt_may_pull). Returns the new data. Inline:
+ * every layer pulls its header off every packet. */
+static inline uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len)
+{
+	if (__builtin_expect(len > rxp_pkt_headlen(pkt), 0))
+		return NULL;
+	pkt->data += len;
+	pkt->len -= len;
+	return pkt->data;
+}
 /* Make the first len bytes linear, copying from frags/frag_list into
- * tailroom (the head is reallocated if needed). false if len > pkt->len or
- * no memory. */
+ * tailroom (the head is reallocated if needed; an empty linear part of a
+ * private head with no header offset set may instead move back into its
+ * headroom, keeping 64 bytes of it). false if len > pkt->len or no
+ * memory. */
 bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len);
 /* Cut the packet to len bytes (len <= pkt->len), releasing trailing frags
  * and frag_list members. -EINVAL if len > pkt->len. */
@@ -219,9 +242,49 @@ enum rxp_coalesce {
  * part is copied into tailroom, otherwise from's head and page frags become
  * frags of to (references move, no byte copied); when neither fits, from is
  * chained on to's frag_list (and later packets coalesce into that member).
+ * A stolen page frag that continues the previous frag on the same page
+ * (the next slice of one buffer) extends it instead of taking a slot.
  * Consumes from on every path; the result only says how. to must not be
  * cloned (unshare it first). */
 enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from);
+/*
+ * Page references to drop later, in one atomic subtraction per run of the
+ * same page: what a reassembler collects while it joins the fragments of
+ * one message, whose heads are usually slices of one buffer. The batch
+ * holds the references it counts; rxp_page_batch_flush() drops them and
+ * must run before the batch is forgotten (the owner's reset and teardown
+ * paths), else the pages leak.
+ */
+struct rxp_page_batch {
+	struct rxp_page *page[2]; /* two: fragments' heads and their data pages */
+	uint32_t n[2];
+};
+void rxp_page_batch_flush(struct rxp_page_batch *pb);
+/* Drop the references of the older slot and move the newer one there. */
+void rxp_page_batch_evict_(struct rxp_page_batch *pb);
+/* Take over one reference on pg. */
+static inline void rxp_page_batch_add(struct rxp_page_batch *pb, struct rxp_page *pg)
+{
+	if (pb->page[0] == pg) {
+		pb->n[0]++;
+		return;
+	}
+	if (pb->page[1] == pg) {
+		pb->n[1]++;
+		return;
+	}
+	if (pb->page[1])
+		rxp_page_batch_evict_(pb);
+	pb->page[1] = pb->page[0];
+	pb->n[1] = pb->n[0];
+	pb->page[0] = pg;
+	pb->n[0] = 1;
+}
+/* rxp_pkt_try_coalesce, except that the page references from's freed head
+ * would drop are handed to pb instead. Consumes from. */
+enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
+					     struct rxp_page_batch *pb);
+
 /* Append from to to's frag_list as is, keeping its boundaries (forwarding).
  * Consumes from. */
 void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from);

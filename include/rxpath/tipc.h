@@ -290,6 +290,9 @@ struct rxp_tipc_link {
 	struct rxp_pktpool *pp; /* where extracted inner messages come from */
 	struct rxp_pkt *reasm; /* R1: the one reassembly context */
 	uint16_t reasm_next; /* fragm_no expected next */
+	/* Head references of joined fragments, dropped in bulk when the
+	 * message completes or reassembly is reset (never outlives reasm). */
+	struct rxp_page_batch reasm_pages;
 	unsigned n_ports;
 	struct rxp_tipc_port ports[RXP_TIPC_MAX_PORTS];
 	rxp_tipc_sink_fn node_fn; /* NAME_DISTRIBUTOR */

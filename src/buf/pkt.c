@@ -1,11 +1,13 @@
 /*
- * Packet operations (include/rxpath/pkt.h).
+ * Packet operations (include/rxpath/pkt.h); coalescing is in
+ * pkt_coalesce.c.
  *
  * Invariants kept by every function here:
  *   - len == headlen + data_len, and data_len == sum(frags) + sum(frag_list lens);
  *   - head <= data <= tail <= end;
- *   - a packet holds exactly one reference on head_page and on each
- *     frags[i].page; frag_list members are owned by the packet;
+ *   - a packet holds exactly one reference on head_page (when set: a
+ *     packet whose head was stolen holds none) and on each frags[i].page;
+ *     frag_list members are owned by the packet;
  *   - a cloned packet's head bytes are never written here (may_pull and
  *     linearize move to a private head first).
  */
@@ -18,6 +20,9 @@
 #include "buf/pkt_internal.h"
 
 #define OFF_UNSET 0xffff
+/* What rxp_pkt_may_pull leaves in front of data when it reuses headroom:
+ * an Ethernet, IPv6 and UDP header (14 + 40 + 8) rounded up. */
+#define PULL_KEEP_HEADROOM 64u
 
 static void pkt_release_data(struct rxp_pkt *pkt);
 
@@ -37,30 +42,61 @@ static void frag_list_free(struct rxp_pkt *fl)
 	}
 }
 
+/* Drop the references of frags[0..n): a run of frags on one page (the
+ * pieces of one message, a reassembled datagram's slices of one buffer)
+ * costs one atomic subtraction instead of one per frag. */
+static void frags_put(const struct rxp_frag *f, unsigned n)
+{
+	unsigned i = 0;
+
+	while (i < n) {
+		struct rxp_page *pg = f[i].page;
+		unsigned k = 1;
+
+		while (i + k < n && f[i + k].page == pg)
+			k++;
+		if (k == 1)
+			rxp_page_put(pg);
+		else
+			pkt_page_put_many(pg, k);
+		i += k;
+	}
+}
+
 static void pkt_release_data(struct rxp_pkt *pkt)
 {
 	/* Read the fragment array only for multi-buffer packets (thread 002:
 	 * touching it for every packet cost a cache miss). */
 	if (rxp_unlikely(pkt->nr_frags || pkt->frag_list)) {
-		for (unsigned i = 0; i < pkt->nr_frags; i++)
-			rxp_page_put(pkt->frags[i].page);
+		frags_put(pkt->frags, pkt->nr_frags);
 		frag_list_free(pkt->frag_list);
 	}
 	if (pkt->head_page)
 		rxp_page_put(pkt->head_page);
 }
 
-static struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file, int line)
+/*
+ * Metadata straight from this thread's cache. Only what every packet reads
+ * is initialised: the first line whole (zeroes but for owner and the unset
+ * offsets), pool and the frag_list links. head, end, data, tail and
+ * head_page are the caller's to set; frags[] beyond nr_frags are never read;
+ * cb is the owning layer's scratch and is not cleared (each layer writes
+ * the cb fields it reads, as defrag does). Skipping the rest keeps a new
+ * packet to two dirty cache lines instead of three.
+ */
+static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file, int line)
 {
-	struct rxp_pkt *pkt = rxp_pool_get_at(pp->meta, file, line);
+	struct rxp_pkt *pkt = rxp_pool_get_inline_(pp->meta, file, line);
 
 	if (rxp_unlikely(!pkt))
 		return NULL;
-	memset(pkt, 0, offsetof(struct rxp_pkt, frags));
+	memset(pkt, 0, offsetof(struct rxp_pkt, head));
 	pkt->owner = (uint16_t)rxp_thread_id();
 	pkt->network_off = OFF_UNSET;
 	pkt->transport_off = OFF_UNSET;
 	pkt->pool = pp;
+	pkt->frag_list = NULL;
+	pkt->frag_tail = NULL;
 	return pkt;
 }
 
@@ -125,6 +161,41 @@ struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uin
 	return pkt;
 }
 
+/* Out of line so the fast path needs no saved registers for it. */
+__attribute__((noinline, cold)) static struct rxp_pkt *
+build_frag_fail(struct rxp_pktpool *pp, struct rxp_page *page, struct rxp_page *pg,
+		enum rxp_drop_reason r, int err)
+{
+	rxp_page_put(page);
+	rxp_page_put(pg);
+	rxp_pktpool_count_drop(pp, r, 1);
+	errno = err;
+	return NULL;
+}
+
+struct rxp_pkt *rxp_pkt_build_frag(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
+				   uint32_t buf_size, uint32_t data_off, uint32_t len,
+				   struct rxp_page *pg, uint32_t off, uint32_t size)
+{
+	struct rxp_pkt *pkt;
+
+	if (rxp_unlikely((uint64_t)buf_off + buf_size > page->size ||
+			 (uint64_t)data_off + len > buf_size || !size ||
+			 (uint64_t)off + size > pg->size || (uint64_t)len + size > UINT32_MAX))
+		return build_frag_fail(pp, page, pg, RXP_DROP_RX_BAD_DESC, EINVAL);
+	pkt = meta_get(pp, __FILE__, __LINE__);
+	if (rxp_unlikely(!pkt))
+		return build_frag_fail(pp, page, pg, RXP_DROP_NOMEM, ENOMEM);
+	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
+	pkt->tail += len;
+	pkt->len = len + size;
+	pkt->data_len = size;
+	pkt->nr_frags = 1;
+	pkt->frags[0] = (struct rxp_frag){.page = pg, .off = off, .size = size};
+	pkt->truesize = RXP_PKT_META_TRUESIZE + buf_size + size;
+	return pkt;
+}
+
 void rxp_pkt_consume(struct rxp_pkt *pkt)
 {
 	unsigned tid;
@@ -184,15 +255,6 @@ uint8_t *rxp_pkt_push(struct rxp_pkt *pkt, uint32_t len)
 		return NULL;
 	pkt->data -= len;
 	pkt->len += len;
-	return pkt->data;
-}
-
-uint8_t *rxp_pkt_pull(struct rxp_pkt *pkt, uint32_t len)
-{
-	if (rxp_unlikely(len > rxp_pkt_headlen(pkt)))
-		return NULL;
-	pkt->data += len;
-	pkt->len -= len;
 	return pkt->data;
 }
 
@@ -340,24 +402,26 @@ static void eat_front(struct rxp_pkt *p, uint32_t k);
 /* Remove k bytes from the front of the non-linear part of p. */
 static void eat_nonlinear(struct rxp_pkt *p, uint32_t k)
 {
-	unsigned i, j = 0;
+	unsigned i;
 
 	p->len -= k;
 	p->data_len -= k;
-	for (i = 0; i < p->nr_frags; i++) {
-		struct rxp_frag *f = &p->frags[i];
-
-		if (k >= f->size) {
-			k -= f->size;
-			rxp_page_put(f->page);
-			continue;
-		}
-		f->off += k;
-		f->size -= k;
-		k = 0;
-		p->frags[j++] = *f;
+	/* Whole frags eaten go; the first one left may lose its front; the
+	 * rest move down only if something went (usually nothing does: a
+	 * header pulled out of the first frag). */
+	for (i = 0; i < p->nr_frags && k >= p->frags[i].size; i++) {
+		k -= p->frags[i].size;
+		rxp_page_put(p->frags[i].page);
 	}
-	p->nr_frags = (uint8_t)j;
+	if (i < p->nr_frags && k) {
+		p->frags[i].off += k;
+		p->frags[i].size -= k;
+		k = 0;
+	}
+	if (i) {
+		memmove(p->frags, p->frags + i, (p->nr_frags - i) * sizeof(p->frags[0]));
+		p->nr_frags = (uint8_t)(p->nr_frags - i);
+	}
 	while (k && p->frag_list) {
 		struct rxp_pkt *m = p->frag_list;
 
@@ -394,8 +458,19 @@ bool rxp_pkt_may_pull(struct rxp_pkt *pkt, uint32_t len)
 		return false;
 	need = len - hl;
 	if (rxp_pkt_cloned(pkt) || (uint32_t)(pkt->end - pkt->tail) < need) {
-		if (expand_head(pkt, need))
+		/* An empty linear part may start anywhere in a private head:
+		 * take the room from the headroom (its bytes are pulled-off
+		 * headers no offset refers to) rather than a new buffer,
+		 * keeping PULL_KEEP_HEADROOM for headers pushed later. A
+		 * reassembled message whose header sits in its first frag
+		 * (TIPC) needs this once per message. */
+		if (!hl && !rxp_pkt_cloned(pkt) && pkt->network_off == OFF_UNSET &&
+		    pkt->transport_off == OFF_UNSET &&
+		    (uint64_t)need + PULL_KEEP_HEADROOM <= (uint64_t)(pkt->end - pkt->head)) {
+			pkt->data = pkt->tail = pkt->end - need;
+		} else if (expand_head(pkt, need)) {
 			return false;
+		}
 	}
 	/* Copy first, then drop what was copied from the non-linear part. */
 	if (rxp_pkt_copy_bits(pkt, hl, pkt->tail, need))
@@ -564,88 +639,4 @@ struct rxp_pkt *rxp_pkt_unshare(struct rxp_pkt *pkt)
 	}
 	rxp_pkt_consume(pkt);
 	return c;
-}
-
-/* ---- coalescing -------------------------------------------------------------- */
-
-void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from)
-{
-	from->next = NULL;
-	if (to->frag_tail)
-		to->frag_tail->next = from;
-	else
-		to->frag_list = from;
-	to->frag_tail = from;
-	to->len += from->len;
-	to->data_len += from->len;
-	to->truesize += from->truesize;
-}
-
-/* Merge from into t if t has no frag_list: copy when everything fits in t's
- * tailroom, else move from's head and frags over as t's frags. false leaves
- * both untouched. Consumes from when it returns true. */
-static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *how)
-{
-	uint32_t hl = rxp_pkt_headlen(from), delta;
-	unsigned need;
-
-	if (t->frag_list || rxp_pkt_cloned(t))
-		return false;
-	if (from->len <= rxp_pkt_tailroom(t)) {
-		rxp_pkt_copy_bits(from, 0, t->tail, from->len);
-		t->tail += from->len;
-		t->len += from->len;
-		rxp_pkt_consume(from);
-		*how = RXP_COALESCE_COPIED;
-		return true;
-	}
-	if (from->frag_list)
-		return false;
-	need = from->nr_frags + (hl ? 1u : 0u);
-	if (t->nr_frags + need > RXP_MAX_FRAGS)
-		return false;
-	/* Each packet owns its own references, clone or not, so they can move. */
-	if (hl) {
-		struct rxp_frag *f = &t->frags[t->nr_frags++];
-
-		f->page = from->head_page;
-		f->off = (uint32_t)(from->data - from->head_page->addr);
-		f->size = hl;
-	} else {
-		rxp_page_put(from->head_page);
-	}
-	memcpy(&t->frags[t->nr_frags], from->frags, from->nr_frags * sizeof(from->frags[0]));
-	t->nr_frags = (uint8_t)(t->nr_frags + from->nr_frags);
-	t->len += from->len;
-	t->data_len += from->len;
-	delta = from->truesize - RXP_PKT_META_TRUESIZE;
-	t->truesize += delta;
-	from->head_page = NULL;
-	from->nr_frags = 0;
-	from->data_len = 0;
-	rxp_pkt_consume(from);
-	*how = RXP_COALESCE_STOLEN;
-	return true;
-}
-
-enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
-{
-	enum rxp_coalesce how;
-
-	if (!to->frag_list) {
-		if (merge(to, from, &how))
-			return how;
-	} else {
-		struct rxp_pkt *t = to->frag_tail;
-		uint32_t len = from->len, ts = t->truesize;
-
-		if (merge(t, from, &how)) {
-			to->len += len;
-			to->data_len += len;
-			to->truesize += t->truesize - ts;
-			return how;
-		}
-	}
-	rxp_pkt_chain(to, from);
-	return RXP_COALESCE_CHAINED;
 }

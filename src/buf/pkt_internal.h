@@ -30,6 +30,17 @@ static inline void pktpool_stat_add(unsigned tid, uint64_t *c, uint64_t n)
 		__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
+/* Drop n references held by the caller; as rxp_page_put, a sole owner (all
+ * references are ours) skips the atomic read-modify-write. */
+static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
+{
+	if (atomic_load_explicit(&pg->refcnt, memory_order_acquire) == n ||
+	    atomic_fetch_sub_explicit(&pg->refcnt, n, memory_order_acq_rel) == n) {
+		atomic_store_explicit(&pg->refcnt, 0, memory_order_relaxed);
+		pg->release(pg);
+	}
+}
+
 /* A head buffer with at least need bytes, refcount 1; NULL if none. */
 struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file, int line);
 uint32_t pktpool_buf_truesize(const struct rxp_page *pg);

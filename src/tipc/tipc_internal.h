@@ -7,28 +7,35 @@
 #include "rxpath/tipc.h"
 
 /*
- * V1-V3 on a header h of which at least RXP_TIPC_MIN_H_SIZE bytes are
- * readable (NULL when fewer are there), for a message with len bytes
- * present. The one implementation behind rxp_tipc_validate_pkt and the
- * link's per-packet fast path. Word 0 holds everything checked.
+ * V1-V3 for a message with len bytes present, from its header's word 0
+ * (w0, host order), which holds everything checked. The one implementation
+ * behind rxp_tipc_validate_pkt and the link's per-packet fast path, which
+ * reads the word once and keeps it in a register.
  */
-static inline enum rxp_drop_reason tipc_validate_hdr(const uint8_t *h, uint32_t len)
+static inline enum rxp_drop_reason tipc_validate_w0(uint32_t w0, uint32_t len)
 {
-	unsigned hsize;
-	uint32_t size;
+	unsigned hsize = ((w0 >> 21) & 15u) * 4;
+	uint32_t size = w0 & 0x1ffffu;
 
 	/* V1 */
-	if (!h || len < RXP_TIPC_MIN_H_SIZE || rxp_tipc_bits(h, 0, 31, 29) != RXP_TIPC_VERSION)
+	if (len < RXP_TIPC_MIN_H_SIZE || w0 >> 29 != RXP_TIPC_VERSION)
 		return RXP_DROP_TIPC_HDR;
 	/* V2 */
-	hsize = rxp_tipc_hsize(h);
 	if (hsize < RXP_TIPC_MIN_H_SIZE || hsize > RXP_TIPC_MAX_H_SIZE || hsize > len)
 		return RXP_DROP_TIPC_HDR;
 	/* V3: size - hsize only after size >= hsize is known. */
-	size = rxp_tipc_size(h);
 	if (size < hsize || size > len || size - hsize > RXP_TIPC_MAX_USER_MSG_SIZE)
 		return RXP_DROP_TIPC_HDR;
 	return 0;
+}
+
+/* The same on a header h of which at least RXP_TIPC_MIN_H_SIZE bytes are
+ * readable (NULL when fewer are there). */
+static inline enum rxp_drop_reason tipc_validate_hdr(const uint8_t *h, uint32_t len)
+{
+	if (!h)
+		return RXP_DROP_TIPC_HDR;
+	return tipc_validate_w0(rxp_tipc_word(h, 0), len);
 }
 
 /* The first 24 header bytes of pkt: in place when linear (the common

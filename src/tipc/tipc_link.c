@@ -15,7 +15,10 @@
  *     msgcnt (B1-B4); each inner message is validated before dispatch;
  *   - l->reasm is NULL or the partial message (header stripped) whose
  *     length never exceeds RXP_TIPC_MAX_MSG_SIZE (R4), and l->reasm_next
- *     is the fragm_no expected next (R3).
+ *     is the fragm_no expected next (R3);
+ *   - l->reasm_pages holds page references of fragments already joined
+ *     into l->reasm; it is flushed whenever reassembly ends (message
+ *     done, error, reset, fini), so it never holds a page past them.
  */
 #include <errno.h>
 #include <string.h>
@@ -41,6 +44,7 @@ void rxp_tipc_link_init(struct rxp_tipc_link *l, struct rxp_pktpool *pp)
 
 static void reasm_free(struct rxp_tipc_link *l, enum rxp_drop_reason r)
 {
+	rxp_page_batch_flush(&l->reasm_pages);
 	if (l->reasm)
 		link_drop(l, l->reasm, r);
 	l->reasm = NULL;
@@ -139,7 +143,8 @@ static enum rxp_drop_reason nested_reason(unsigned user)
 }
 
 static void bundle_extract(struct rxp_tipc_link *l, struct rxp_pkt *pkt);
-static void reasm_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt);
+static inline __attribute__((always_inline)) void reasm_rcv(struct rxp_tipc_link *l,
+							    struct rxp_pkt *pkt);
 
 /*
  * Route a validated message (pkt->data at its header, pkt->len == size)
@@ -209,23 +214,29 @@ void rxp_tipc_link_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
 	const uint8_t *h = tipc_hdr(pkt, buf);
 	enum rxp_drop_reason r;
-	uint32_t size;
+	uint32_t w0, size;
 
 	l->st.packets++;
-	r = tipc_validate_hdr(h, pkt->len); /* V1-V3 */
+	if (rxp_unlikely(!h)) {
+		link_drop(l, pkt, RXP_DROP_TIPC_HDR);
+		return;
+	}
+	/* Word 0 read once: every store below may alias the header bytes. */
+	w0 = rxp_tipc_word(h, 0);
+	r = tipc_validate_w0(w0, pkt->len); /* V1-V3 */
 	if (rxp_unlikely(r)) {
 		link_drop(l, pkt, r);
 		return;
 	}
 	/* Trailing bytes beyond size are ignored (case 9): from here on
 	 * pkt->len == size. */
-	size = rxp_tipc_size(h);
+	size = w0 & 0x1ffffu;
 	if (rxp_unlikely(size < pkt->len))
 		rxp_pkt_trim(pkt, size);
 	/* A fragment whose header is linear goes straight to reassembly, as
 	 * dispatch() would send it at the top level. */
-	if (h == pkt->data && rxp_tipc_user(h) == RXP_TIPC_MSG_FRAGMENTER &&
-	    rxp_pkt_headlen(pkt) >= rxp_tipc_hsize(h)) {
+	if (h == pkt->data && ((w0 >> 25) & 15u) == RXP_TIPC_MSG_FRAGMENTER &&
+	    rxp_pkt_headlen(pkt) >= ((w0 >> 21) & 15u) * 4) {
 		reasm_rcv(l, pkt);
 		return;
 	}
@@ -325,70 +336,45 @@ static void reasm_fail(struct rxp_tipc_link *l, struct rxp_pkt *pkt, enum rxp_dr
 	link_drop(l, pkt, r);
 }
 
-/* A validated MSG_FRAGMENTER packet (len == size); consumes pkt. */
-static void reasm_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
+/* FIRST_FRAGMENT, header pulled: starts a message (R3, R5); consumes pkt. */
+__attribute__((noinline)) static void reasm_first(struct rxp_tipc_link *l, struct rxp_pkt *pkt,
+						  uint32_t no)
 {
-	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
-	const uint8_t *h;
-	unsigned type, hsize = rxp_tipc_hsize(pkt->data);
-	uint32_t no;
+	uint8_t ibuf[RXP_TIPC_MIN_H_SIZE];
+	const uint8_t *ih;
 
-	/* dispatch() made the header (hsize >= 24 bytes) linear; fragm_no
-	 * lives in word 4, inside every valid header. */
-	h = pkt->data;
-	type = rxp_tipc_type(h);
-	no = rxp_tipc_word(h, 4) >> 16; /* RXP_TIPC_F_FRAGM_NO */
-	if (type > RXP_TIPC_LAST_FRAGMENT) { /* R2 */
-		reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_TYPE);
-		return;
-	}
-	/* V4: the fragment's data starts at its own hsize. */
-	rxp_pkt_pull(pkt, hsize);
-	if (type == RXP_TIPC_FIRST_FRAGMENT) {
-		uint8_t ibuf[RXP_TIPC_MIN_H_SIZE];
-		const uint8_t *ih;
-
-		if (l->reasm || no != 1) { /* FIRST during reassembly; R3 */
-			reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_SEQ);
-			return;
-		}
-		/* R5: the inner header must be there and pass V1-V2 now. */
-		ih = pkt->len >= RXP_TIPC_MIN_H_SIZE
-			     ? rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, ibuf)
-			     : NULL;
-		if (!ih || rxp_tipc_bits(ih, 0, 31, 29) != RXP_TIPC_VERSION ||
-		    rxp_tipc_hsize(ih) < RXP_TIPC_MIN_H_SIZE || rxp_tipc_hsize(ih) > pkt->len) {
-			reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_INVALID);
-			return;
-		}
-		/* try_coalesce needs a head it may write. */
-		pkt = rxp_pkt_unshare(pkt);
-		if (!pkt)
-			return; /* dropped and counted by unshare */
-		l->reasm = pkt;
-		l->reasm_next = 2;
-		l->st.fragments++;
-		return;
-	}
-	if (!l->reasm || no != l->reasm_next) { /* R3; cases 10, 12, 13 */
+	if (l->reasm || no != 1) { /* FIRST during reassembly; R3 */
 		reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_SEQ);
 		return;
 	}
-	if (pkt->len > RXP_TIPC_MAX_MSG_SIZE - l->reasm->len) { /* R4 */
-		reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_TOO_BIG);
+	/* R5: the inner header must be there and pass V1-V2 now. */
+	ih = pkt->len >= RXP_TIPC_MIN_H_SIZE
+		     ? rxp_pkt_header_pointer(pkt, 0, RXP_TIPC_MIN_H_SIZE, ibuf)
+		     : NULL;
+	if (!ih || rxp_tipc_bits(ih, 0, 31, 29) != RXP_TIPC_VERSION ||
+	    rxp_tipc_hsize(ih) < RXP_TIPC_MIN_H_SIZE || rxp_tipc_hsize(ih) > pkt->len) {
+		reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_INVALID);
 		return;
 	}
+	/* try_coalesce needs a head it may write. */
+	pkt = rxp_pkt_unshare(pkt);
+	if (!pkt)
+		return; /* dropped and counted by unshare */
+	l->reasm = pkt;
+	l->reasm_next = 2;
 	l->st.fragments++;
-	rxp_pkt_try_coalesce(l->reasm, pkt); /* consumes pkt */
-	l->reasm_next++;
-	if (type != RXP_TIPC_LAST_FRAGMENT) {
-		if (l->reasm_next == 0) /* 65535 fragments: cannot continue */
-			reasm_free(l, RXP_DROP_TIPC_FRAG_TOO_BIG);
-		return;
-	}
-	pkt = l->reasm;
+}
+
+/* After LAST_FRAGMENT was joined: R6, then dispatch the message. */
+__attribute__((noinline)) static void reasm_done(struct rxp_tipc_link *l)
+{
+	uint8_t buf[RXP_TIPC_MIN_H_SIZE];
+	struct rxp_pkt *pkt = l->reasm;
+	const uint8_t *h;
+
 	l->reasm = NULL;
 	l->reasm_next = 0;
+	rxp_page_batch_flush(&l->reasm_pages);
 	/* R6: the whole message passes V1-V3; excess bytes are cut (case 19). */
 	if (rxp_tipc_validate_pkt(pkt)) {
 		link_drop(l, pkt, RXP_DROP_TIPC_FRAG_INVALID);
@@ -398,4 +384,52 @@ static void reasm_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 	rxp_pkt_trim(pkt, rxp_tipc_size(h));
 	l->st.reassembled++;
 	dispatch(l, pkt, CTX_REASM);
+}
+
+/*
+ * A validated MSG_FRAGMENTER packet (len == size) whose header is linear;
+ * consumes pkt. The next fragment of the message being joined costs the
+ * checks, a pull and a coalesce; FIRST and the end of a message are out of
+ * line.
+ */
+static inline __attribute__((always_inline)) void reasm_rcv(struct rxp_tipc_link *l,
+							    struct rxp_pkt *pkt)
+{
+	/* Words read once into registers (stores below may alias them);
+	 * fragm_no lives in word 4, inside every valid header. */
+	const uint8_t *h = pkt->data;
+	unsigned hsize = rxp_tipc_hsize(h), type = rxp_tipc_type(h);
+	uint32_t no = rxp_tipc_word(h, 4) >> 16; /* RXP_TIPC_F_FRAGM_NO */
+	struct rxp_pkt *m;
+
+	if (rxp_unlikely(type > RXP_TIPC_LAST_FRAGMENT)) { /* R2 */
+		reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_TYPE);
+		return;
+	}
+	/* V4: the fragment's data starts at its own hsize. */
+	rxp_pkt_pull(pkt, hsize);
+	if (type == RXP_TIPC_FIRST_FRAGMENT) {
+		reasm_first(l, pkt, no);
+		return;
+	}
+	m = l->reasm;
+	if (rxp_unlikely(!m || no != l->reasm_next)) { /* R3; cases 10, 12, 13 */
+		reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_SEQ);
+		return;
+	}
+	if (rxp_unlikely(pkt->len > RXP_TIPC_MAX_MSG_SIZE - m->len)) { /* R4 */
+		reasm_fail(l, pkt, RXP_DROP_TIPC_FRAG_TOO_BIG);
+		return;
+	}
+	l->st.fragments++;
+	/* Consumes pkt; its head's reference joins the batch (fragment heads
+	 * are mostly slices of one buffer: one atomic per buffer, not per
+	 * fragment). */
+	rxp_pkt_try_coalesce_batch(m, pkt, &l->reasm_pages);
+	if (type != RXP_TIPC_LAST_FRAGMENT) {
+		if (rxp_unlikely(++l->reasm_next == 0)) /* 65535 fragments: cannot continue */
+			reasm_free(l, RXP_DROP_TIPC_FRAG_TOO_BIG);
+		return;
+	}
+	reasm_done(l);
 }

@@ -229,31 +229,47 @@ static void frag_ctx_done(struct frag_ctx *fc)
 	fc->src = NULL;
 }
 
+/* A new block for the slices (the old one's unused references go back);
+ * false when out of memory. */
+__attribute__((noinline)) static bool frag_block(struct rxp_pktpool *pp, struct frag_ctx *fc)
+{
+	if (fc->blk) {
+		rxp_page_put_many(fc->blk->head_page, fc->blk_bias);
+		rxp_pkt_consume(fc->blk);
+	}
+	fc->blk = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
+	fc->blk_bias = 0;
+	if (!fc->blk)
+		return false;
+	fc->off = (uint32_t)(fc->blk->head - fc->blk->head_page->addr);
+	fc->end = fc->off + (uint32_t)(fc->blk->end - fc->blk->head);
+	if (fc->end - fc->off < FRAG_SLOT) {
+		rxp_pkt_consume(fc->blk);
+		fc->blk = NULL;
+		return false;
+	}
+	fc->blk_bias = (fc->end - fc->off) / FRAG_SLOT;
+	rxp_page_get_many(fc->blk->head_page, fc->blk_bias);
+	return true;
+}
+
+/* Make sure the current block has a free slice (one page reference of its
+ * bias each); false when out of memory. */
+static inline bool frag_slot(struct rxp_pktpool *pp, struct frag_ctx *fc)
+{
+	if (rxp_likely(fc->blk && fc->end - fc->off >= FRAG_SLOT))
+		return true;
+	return frag_block(pp, fc);
+}
+
 /* A head of FRAG_SLOT bytes with the 40-byte header in place (uninitialised,
  * the caller writes it); NULL when out of memory. */
 static struct rxp_pkt *frag_head(struct rxp_pktpool *pp, struct frag_ctx *fc)
 {
 	struct rxp_pkt *f;
 
-	if (!fc->blk || fc->end - fc->off < FRAG_SLOT) {
-		if (fc->blk) {
-			rxp_page_put_many(fc->blk->head_page, fc->blk_bias);
-			rxp_pkt_consume(fc->blk);
-		}
-		fc->blk = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE);
-		fc->blk_bias = 0;
-		if (!fc->blk)
-			return NULL;
-		fc->off = (uint32_t)(fc->blk->head - fc->blk->head_page->addr);
-		fc->end = fc->off + (uint32_t)(fc->blk->end - fc->blk->head);
-		if (fc->end - fc->off < FRAG_SLOT) {
-			rxp_pkt_consume(fc->blk);
-			fc->blk = NULL;
-			return NULL;
-		}
-		fc->blk_bias = (fc->end - fc->off) / FRAG_SLOT;
-		rxp_page_get_many(fc->blk->head_page, fc->blk_bias);
-	}
+	if (!frag_slot(pp, fc))
+		return NULL;
 	/* rxp_pkt_build consumes one reference, also when it fails. */
 	fc->blk_bias--;
 	f = rxp_pkt_build(pp, fc->blk->head_page, fc->off, FRAG_SLOT, FRAG_HEADROOM,
@@ -277,18 +293,28 @@ static struct rxp_pkt *frag_new(struct rxp_pktpool *pp, struct frag_ctx *fc, str
 	struct rxp_pkt *f;
 
 	if (n > RXP_TIPC_COPY_BREAK && !msg->frag_list) {
-		f = frag_head(pp, fc);
-		if (!f)
-			return NULL;
-		/* A piece of a linear message: one reference out of the bias. */
-		if (fc->src && fc->src_bias &&
-		    !rxp_pkt_add_frag(f, fc->src, fc->src_off + off, n, n)) {
+		/* A piece of a linear message: the slice and the piece in one
+		 * step, one reference out of each bias (both are consumed,
+		 * also when it fails). */
+		if (rxp_likely(fc->src && fc->src_bias)) {
+			if (!frag_slot(pp, fc))
+				return NULL;
+			fc->blk_bias--;
 			fc->src_bias--;
+			f = rxp_pkt_build_frag(pp, fc->blk->head_page, fc->off, FRAG_SLOT,
+					       FRAG_HEADROOM, RXP_TIPC_INT_H_SIZE, fc->src,
+					       fc->src_off + off, n);
+			fc->off += FRAG_SLOT;
 			return f;
 		}
-		if (!fc->src && !tipc_pkt_add_range(f, msg, off, n))
-			return f;
-		rxp_pkt_consume(f);
+		if (!fc->src) {
+			f = frag_head(pp, fc);
+			if (!f)
+				return NULL;
+			if (!tipc_pkt_add_range(f, msg, off, n))
+				return f;
+			rxp_pkt_consume(f);
+		}
 	}
 	f = rxp_pkt_alloc(pp, RXP_TIPC_INT_H_SIZE + n);
 	if (!f)

@@ -4,8 +4,12 @@
  * them. Format, repeated: a control byte, a 2-byte big-endian length, then
  * that many bytes. Control bit 0: deliver the datagram split into page
  * fragments (non-linear); bit 1: reset the link before it; bits 2-7: where
- * the linear part ends, in 4-byte units. After the input the link is torn
- * down and the pool must have nothing outstanding (else abort: a leak).
+ * the linear part ends, in 4-byte units. When bit 1 of the input's size is
+ * set, page fragments are slices of one arena page laid out in input order
+ * (as a loopback sender's message pages), so a fragment's data may continue
+ * the previous one's and reassembly extends a frag instead of adding one.
+ * After the input the link is torn down and the pool must have nothing
+ * outstanding, and the arena only our reference (else abort: a leak).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,8 +40,26 @@ static struct rxp_page *page_new(const uint8_t *d, uint32_t n)
 	pg->release = page_release;
 	pg->owner = NULL;
 	pg->priv = 0;
-	memcpy(pg->addr, d, n);
+	if (d)
+		memcpy(pg->addr, d, n);
 	return pg;
+}
+
+/* This input's arena (NULL unless used) and how much of it is taken. */
+static struct rxp_page *arena;
+static uint32_t arena_used;
+
+static struct rxp_page *piece(const uint8_t *d, uint32_t n, uint32_t *off)
+{
+	if (!arena) {
+		*off = 0;
+		return page_new(d, n);
+	}
+	*off = arena_used;
+	memcpy(arena->addr + arena_used, d, n);
+	arena_used += n;
+	rxp_page_get(arena);
+	return arena;
 }
 
 static struct rxp_pkt *mkpkt(const uint8_t *d, uint32_t len, uint8_t ctl)
@@ -61,8 +83,10 @@ static struct rxp_pkt *mkpkt(const uint8_t *d, uint32_t len, uint8_t ctl)
 		/* at most RXP_MAX_FRAGS pieces: the last one takes the rest */
 		if (p->nr_frags < RXP_MAX_FRAGS - 1 && n > 97)
 			n = 97;
-		pg = page_new(d + off, n);
-		if (rxp_pkt_add_frag(p, pg, 0, n, n)) {
+		uint32_t poff;
+
+		pg = piece(d + off, n, &poff);
+		if (rxp_pkt_add_frag(p, pg, poff, n, n)) {
 			rxp_page_put(pg);
 			rxp_pkt_consume(p);
 			return NULL;
@@ -91,6 +115,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rxp_tipc_link_set_node_sink(&l, sink, NULL);
 	if (size & 1)
 		rxp_tipc_link_set_ctrl(&l, sink, NULL);
+	arena = NULL;
+	arena_used = 0;
+	if (size & 2)
+		arena = page_new(NULL, (uint32_t)size + 1);
 	while (size - pos >= 3) {
 		uint8_t ctl = data[pos];
 		uint32_t len = (uint32_t)data[pos + 1] << 8 | data[pos + 2];
@@ -109,5 +137,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rxp_tipc_link_fini(&l);
 	if (rxp_pktpool_pkts_outstanding(pp) || rxp_pktpool_bufs_outstanding(pp))
 		abort(); /* a leak */
+	if (arena) {
+		if (rxp_page_refcount(arena) != 1)
+			abort(); /* a page reference leaked */
+		rxp_page_put(arena);
+		arena = NULL;
+	}
 	return 0;
 }

@@ -77,15 +77,38 @@ static struct rxp_pkt *fresh(uint32_t n, uint8_t *bytes)
 	return p;
 }
 
+/*
+ * A fragment as a reassembler sees it: a small head (its header, pulled
+ * off) and n bytes of src at soff, built in one step. Consecutive calls
+ * with consecutive soff give slices that continue each other on one page
+ * (try_coalesce's fast path extends the last frag); gaps give new frags.
+ */
+static struct rxp_pkt *slice(struct rxp_page *src, uint32_t soff, uint32_t n)
+{
+	struct rxp_page *hp = rxpt_page_new(64);
+	struct rxp_pkt *f;
+
+	memset(hp->addr, 0, 64);
+	rxp_page_get(src);
+	f = rxp_pkt_build_frag(pp, hp, 0, 64, 32, 8, src, soff, n);
+	assert_non_null(f);
+	assert_non_null(rxp_pkt_pull(f, 8));
+	return f;
+}
+
 static void one_sequence(unsigned steps)
 {
 	static struct model m;
 	struct rxp_pkt *p = fresh((uint32_t)rxpt_rng_below(&rng, 3000), m.b);
 	uint8_t add[8192];
+	struct rxp_page *src = rxpt_page_new(16384);
+	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
+	uint32_t soff = 0;
 
+	rnd_bytes(src->addr, src->size);
 	m.len = p->len;
 	for (unsigned s = 0; s < steps; s++) {
-		unsigned op = (unsigned)rxpt_rng_below(&rng, 13);
+		unsigned op = (unsigned)rxpt_rng_below(&rng, 15);
 		const char *name = "?";
 		uint32_t n;
 
@@ -227,6 +250,22 @@ static void one_sequence(unsigned steps)
 			rxp_pkt_consume(c);
 			break;
 		}
+		case 13: /* coalesce header-stripped slices of one page */
+			name = "coalesce slice";
+			n = 1 + (uint32_t)rxpt_rng_below(&rng, 3000);
+			if (m.len + n > MAXLEN)
+				break;
+			if (soff + n > src->size || rxpt_rng_below(&rng, 5) == 0)
+				soff = (uint32_t)rxpt_rng_below(&rng, src->size - n + 1);
+			p = rxp_pkt_unshare(p);
+			assert_non_null(p);
+			rxp_pkt_try_coalesce_batch(p, slice(src, soff, n), &pb);
+			memcpy(m.b + m.len, src->addr + soff, n);
+			m.len += n;
+			soff += n;
+			if (rxpt_rng_below(&rng, 8) == 0)
+				rxp_page_batch_flush(&pb);
+			break;
 		default: /* reshape: pull everything into the head then cut */
 			name = "may_pull+trim";
 			if (rxp_pkt_may_pull(p, m.len / 2)) {
@@ -242,6 +281,8 @@ static void one_sequence(unsigned steps)
 		rxp_pkt_consume(p);
 	else
 		rxp_pkt_drop(p, RXP_DROP_NOT_SPECIFIED);
+	rxp_page_batch_flush(&pb);
+	rxp_page_put(src);
 }
 
 static void test_random_sequences(void **state)

@@ -1,0 +1,168 @@
+/*
+ * Coalescing (include/rxpath/pkt.h): rxp_pkt_chain, rxp_pkt_try_coalesce
+ * and its batched form, and page batches.
+ *
+ * Invariants, as in pkt.c: a packet holds one reference per frag page and
+ * on its head page; references move between packets (to a batch when a
+ * freed head's or an extended frag's reference goes), never get copied;
+ * from is consumed on every path and to's len, data_len and truesize
+ * include everything it now holds (frag_list members included).
+ */
+#include <string.h>
+
+#include "rxpath/compiler.h"
+#include "rxpath/pkt.h"
+#include "buf/pkt_internal.h"
+
+/* ---- coalescing -------------------------------------------------------------- */
+
+void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from)
+{
+	from->next = NULL;
+	if (to->frag_tail)
+		to->frag_tail->next = from;
+	else
+		to->frag_list = from;
+	to->frag_tail = from;
+	to->len += from->len;
+	to->data_len += from->len;
+	to->truesize += from->truesize;
+}
+
+/* Merge from into t if t has no frag_list: copy when everything fits in t's
+ * tailroom, else move from's head and frags over as t's frags. false leaves
+ * both untouched. Consumes from when it returns true. */
+static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *how)
+{
+	uint32_t hl = rxp_pkt_headlen(from), delta;
+	unsigned need;
+
+	if (t->frag_list || rxp_pkt_cloned(t))
+		return false;
+	if (from->len <= rxp_pkt_tailroom(t)) {
+		rxp_pkt_copy_bits(from, 0, t->tail, from->len);
+		t->tail += from->len;
+		t->len += from->len;
+		rxp_pkt_consume(from);
+		*how = RXP_COALESCE_COPIED;
+		return true;
+	}
+	if (from->frag_list)
+		return false;
+	need = from->nr_frags + (hl ? 1u : 0u);
+	if (t->nr_frags + need > RXP_MAX_FRAGS)
+		return false;
+	/* Each packet owns its own references, clone or not, so they can move. */
+	if (hl) {
+		struct rxp_frag *f = &t->frags[t->nr_frags++];
+
+		f->page = from->head_page;
+		f->off = (uint32_t)(from->data - from->head_page->addr);
+		f->size = hl;
+	} else {
+		rxp_page_put(from->head_page);
+	}
+	memcpy(&t->frags[t->nr_frags], from->frags, from->nr_frags * sizeof(from->frags[0]));
+	t->nr_frags = (uint8_t)(t->nr_frags + from->nr_frags);
+	t->len += from->len;
+	t->data_len += from->len;
+	delta = from->truesize - RXP_PKT_META_TRUESIZE;
+	t->truesize += delta;
+	from->head_page = NULL;
+	from->nr_frags = 0;
+	from->data_len = 0;
+	rxp_pkt_consume(from);
+	*how = RXP_COALESCE_STOLEN;
+	return true;
+}
+
+void rxp_page_batch_evict_(struct rxp_page_batch *pb)
+{
+	if (pb->page[1] && pb->n[1])
+		pkt_page_put_many(pb->page[1], pb->n[1]);
+	pb->page[1] = NULL;
+	pb->n[1] = 0;
+}
+
+void rxp_page_batch_flush(struct rxp_page_batch *pb)
+{
+	rxp_page_batch_evict_(pb);
+	if (pb->page[0] && pb->n[0])
+		pkt_page_put_many(pb->page[0], pb->n[0]);
+	pb->page[0] = NULL;
+	pb->n[0] = 0;
+}
+
+enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
+{
+	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
+	enum rxp_coalesce how = rxp_pkt_try_coalesce_batch(to, from, &pb);
+
+	rxp_page_batch_flush(&pb);
+	return how;
+}
+
+enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
+					     struct rxp_page_batch *pb)
+{
+	struct rxp_pkt *t = to->frag_list ? to->frag_tail : to;
+	enum rxp_coalesce how;
+
+	/*
+	 * The case every reassembler hits per fragment: from is a fragment
+	 * whose header was pulled (nothing linear left, one page frag), t is
+	 * private and non-linear (so no tailroom to copy into) with a free
+	 * frag slot. merge() would steal the same way; this is it without
+	 * the general bookkeeping: one frag moved, from's head reference
+	 * dropped, from's metadata freed (it holds nothing else).
+	 */
+	if (rxp_likely(from->data == from->tail && from->nr_frags == 1 && !from->frag_list &&
+		       t->data_len && !t->frag_list && !rxp_pkt_cloned(t))) {
+		/* t is non-linear without a frag_list: it has a last frag. */
+		struct rxp_frag *last = &t->frags[t->nr_frags - 1];
+		const struct rxp_frag *ff = &from->frags[0];
+		uint32_t len = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
+		unsigned tid;
+
+		if (last->page == ff->page && last->off + last->size == ff->off) {
+			/* The next slice of the same buffer: one frag grows
+			 * (as skb_can_coalesce), from's reference goes. */
+			last->size += ff->size;
+			rxp_page_batch_add(pb, ff->page);
+		} else if (t->nr_frags < RXP_MAX_FRAGS) {
+			t->frags[t->nr_frags++] = *ff;
+		} else {
+			goto general;
+		}
+		tid = rxp_thread_id();
+		t->len += len;
+		t->data_len += len;
+		t->truesize += ts;
+		if (t != to) {
+			to->len += len;
+			to->data_len += len;
+			to->truesize += ts;
+		}
+		if (from->head_page)
+			rxp_page_batch_add(pb, from->head_page);
+		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
+		rxp_pool_put(from->pool->meta, from);
+		return RXP_COALESCE_STOLEN;
+	}
+general:
+	if (!to->frag_list) {
+		if (merge(to, from, &how))
+			return how;
+	} else {
+		uint32_t len = from->len, ts = t->truesize;
+
+		if (merge(t, from, &how)) {
+			to->len += len;
+			to->data_len += len;
+			to->truesize += t->truesize - ts;
+			return how;
+		}
+	}
+	rxp_pkt_chain(to, from);
+	return RXP_COALESCE_CHAINED;
+}

@@ -1,0 +1,422 @@
+/*
+ * Unit tests for the packet layer's per-fragment fast paths (src/buf/pkt.c):
+ * rxp_pkt_build_frag, the try_coalesce fast path (steal, extend a frag that
+ * continues on the same page, fall back when frags are full), page batches,
+ * may_pull reusing headroom, and the partial initialisation of new metadata.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rxptest.h"
+
+static struct rxp_pktpool *mkpool(void)
+{
+	struct rxp_pktpool_config c = {.name = "t", .n_pkts = 64, .n_bufs = 64, .n_large = 4};
+	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
+
+	assert_non_null(pp);
+	return pp;
+}
+
+static uint64_t drops(struct rxp_pktpool *pp, enum rxp_drop_reason r)
+{
+	struct rxp_pktpool_stats st;
+
+	rxp_pktpool_get_stats(pp, &st);
+	return st.drops[r];
+}
+
+/* A fragment as a reassembler sees it: an 8-byte header in a head slice of
+ * hp (pulled off), then n bytes of src at off (one reference taken). */
+static struct rxp_pkt *frag(struct rxp_pktpool *pp, struct rxp_page *hp, uint32_t slot,
+			    struct rxp_page *src, uint32_t off, uint32_t n)
+{
+	struct rxp_pkt *f;
+
+	rxp_page_get(hp);
+	rxp_page_get(src);
+	f = rxp_pkt_build_frag(pp, hp, slot * 64, 64, 32, 8, src, off, n);
+	assert_non_null(f);
+	assert_non_null(rxp_pkt_pull(f, 8));
+	return f;
+}
+
+static void check_src(const struct rxp_pkt *p, const struct rxp_page *src, uint32_t off)
+{
+	uint8_t *buf = malloc(p->len + 1);
+
+	assert_int_equal(rxp_pkt_copy_bits(p, 0, buf, p->len), 0);
+	assert_memory_equal(buf, src->addr + off, p->len);
+	free(buf);
+}
+
+static void test_build_frag(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_page *hp = rxpt_page_new(256), *src = rxpt_page_new(4096);
+	struct rxp_pkt *f;
+
+	rxpt_fill(src->addr, 4096, 3);
+	memset(hp->addr, 0xee, 256);
+	rxp_page_get(hp);
+	rxp_page_get(src);
+	f = rxp_pkt_build_frag(pp, hp, 64, 64, 32, 8, src, 100, 1000);
+	assert_non_null(f);
+	assert_ptr_equal(f->head, hp->addr + 64);
+	assert_ptr_equal(f->data, hp->addr + 96);
+	assert_int_equal(rxp_pkt_headlen(f), 8);
+	assert_int_equal(f->len, 1008);
+	assert_int_equal(f->data_len, 1000);
+	assert_int_equal(f->nr_frags, 1);
+	assert_ptr_equal(f->frags[0].page, src);
+	assert_int_equal(f->frags[0].off, 100);
+	assert_false(f->flags & RXP_PKT_F_RINGBUF); /* the caller's own buffer */
+	assert_int_equal(f->truesize, RXP_PKT_META_TRUESIZE + 64 + 1000);
+	assert_int_equal(rxp_page_refcount(hp), 2);
+	assert_int_equal(rxp_page_refcount(src), 2);
+	rxp_pkt_pull(f, 8);
+	check_src(f, src, 100);
+	rxp_pkt_consume(f);
+	assert_int_equal(rxp_page_refcount(hp), 1);
+	assert_int_equal(rxp_page_refcount(src), 1);
+
+	/* Bad ranges: both references consumed, counted rx_bad_desc. */
+	const struct {
+		uint32_t buf_off, buf_size, data_off, len, off, size;
+	} bad[] = {
+		{200, 64, 0, 0, 0, 10}, /* head past the page */
+		{0, 64, 60, 8, 0, 10}, /* data past the head */
+		{0, 64, 0, 8, 0, 0}, /* empty piece */
+		{0, 64, 0, 8, 4000, 200}, /* piece past its page */
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rxp_page_get(hp);
+		rxp_page_get(src);
+		errno = 0;
+		assert_null(rxp_pkt_build_frag(pp, hp, bad[i].buf_off, bad[i].buf_size,
+					       bad[i].data_off, bad[i].len, src, bad[i].off,
+					       bad[i].size));
+		assert_int_equal(errno, EINVAL);
+		assert_int_equal(rxp_page_refcount(hp), 1);
+		assert_int_equal(rxp_page_refcount(src), 1);
+	}
+	assert_int_equal(drops(pp, RXP_DROP_RX_BAD_DESC), 4);
+
+	/* No metadata left: both references consumed, counted nomem. */
+	struct rxp_pkt *all[64];
+	unsigned n = 0;
+
+	while (n < 64 && (all[n] = rxp_pkt_alloc(pp, 10)))
+		n++;
+	rxp_page_get(hp);
+	rxp_page_get(src);
+	assert_null(rxp_pkt_build_frag(pp, hp, 0, 64, 0, 8, src, 0, 10));
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(drops(pp, RXP_DROP_NOMEM), 1);
+	assert_int_equal(rxp_page_refcount(hp), 1);
+	assert_int_equal(rxp_page_refcount(src), 1);
+	while (n)
+		rxp_pkt_consume(all[--n]);
+	rxp_page_put(hp);
+	rxp_page_put(src);
+	rxpt_pktpool_teardown(pp);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
+/* A recycled metadata object comes back with its hot fields reset. */
+static void test_meta_reinit(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_pkt *p = rxp_pkt_alloc(pp, 100), *q;
+
+	assert_non_null(p);
+	p->hash = 0xdeadbeef;
+	p->queue = 7;
+	p->protocol = 0x800;
+	p->tstamp_ns = 123;
+	p->network_off = 14;
+	p->transport_off = 34;
+	p->flags |= RXP_PKT_F_RINGBUF;
+	p->next = p;
+	rxp_pkt_consume(p);
+	q = rxp_pkt_alloc(pp, 100);
+	/* Usually the same object (LIFO cache); the fields hold either way. */
+	assert_int_equal(q->hash, 0);
+	assert_int_equal(q->queue, 0);
+	assert_int_equal(q->protocol, 0);
+	assert_int_equal(q->tstamp_ns, 0);
+	assert_int_equal(q->network_off, 0xffff);
+	assert_int_equal(q->transport_off, 0xffff);
+	assert_int_equal(q->flags, 0);
+	assert_int_equal(q->nr_frags, 0);
+	assert_int_equal(q->len, 0);
+	assert_int_equal(q->data_len, 0);
+	assert_null(q->next);
+	assert_null(q->frag_list);
+	assert_null(q->frag_tail);
+	rxp_pkt_consume(q);
+	rxpt_pktpool_teardown(pp);
+}
+
+/* Fragments of one message joined the way a reassembler joins them. */
+static void test_coalesce_fast(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_page *hp = rxpt_page_new(64 * 32), *src = rxpt_page_new(65536);
+	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
+	static uint8_t want[65536];
+	struct rxp_pkt *to, *f;
+	uint32_t ts, wl = 0;
+
+#define WANT(o, n) (memcpy(want + wl, src->addr + (o), (n)), wl += (n))
+	rxpt_fill(src->addr, 65536, 9);
+	memset(hp->addr, 0, 64 * 32);
+	to = frag(pp, hp, 0, src, 0, 1000);
+	WANT(0, 1000);
+	/* The next slice continues the last frag: it grows, no slot taken. */
+	ts = to->truesize;
+	f = frag(pp, hp, 1, src, 1000, 500);
+	WANT(1000, 500);
+	assert_int_equal(rxp_pkt_try_coalesce_batch(to, f, &pb), RXP_COALESCE_STOLEN);
+	assert_int_equal(to->nr_frags, 1);
+	assert_int_equal(to->frags[0].size, 1500);
+	assert_int_equal(to->len, 1500);
+	assert_int_equal(to->data_len, 1500);
+	assert_int_equal(to->truesize, ts + 64 + 500);
+	/* The batch holds f's head and data references until flushed. */
+	assert_ptr_equal(pb.page[0], hp);
+	assert_int_equal(pb.n[0], 1);
+	assert_ptr_equal(pb.page[1], src);
+	assert_int_equal(pb.n[1], 1);
+	assert_int_equal(rxp_page_refcount(hp), 3);
+	assert_int_equal(rxp_page_refcount(src), 3);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	/* A gap: a new frag. */
+	f = frag(pp, hp, 2, src, 2000, 100);
+	WANT(2000, 100);
+	assert_int_equal(rxp_pkt_try_coalesce_batch(to, f, &pb), RXP_COALESCE_STOLEN);
+	assert_int_equal(to->nr_frags, 2);
+	assert_int_equal(to->len, 1600);
+	assert_int_equal(pb.n[0] + pb.n[1], 3);
+	rxp_page_batch_flush(&pb);
+	assert_null(pb.page[0]);
+	assert_null(pb.page[1]);
+	assert_int_equal(rxp_page_refcount(hp), 2); /* ours + to's head */
+	assert_int_equal(rxp_page_refcount(src), 3); /* ours + to's two frags */
+	/* Fill every frag slot with gapped slices; the next one is chained,
+	 * and later ones join the chained member. */
+	uint32_t off = 2200, slot = 3, len = to->len;
+
+	while (to->nr_frags < RXP_MAX_FRAGS) {
+		f = frag(pp, hp, slot++, src, off, 100);
+		WANT(off, 100);
+		assert_int_equal(rxp_pkt_try_coalesce(to, f), RXP_COALESCE_STOLEN);
+		off += 200;
+		len += 100;
+	}
+	f = frag(pp, hp, slot++, src, off, 100);
+	WANT(off, 100);
+	assert_int_equal(rxp_pkt_try_coalesce(to, f), RXP_COALESCE_CHAINED);
+	off += 100;
+	len += 100;
+	f = frag(pp, hp, slot++, src, off, 300); /* continues the member's frag */
+	WANT(off, 300);
+	assert_int_equal(rxp_pkt_try_coalesce_batch(to, f, &pb), RXP_COALESCE_STOLEN);
+	len += 300;
+	assert_int_equal(to->len, len);
+	assert_non_null(to->frag_list);
+	assert_int_equal(to->frag_list->nr_frags, 1);
+	assert_int_equal(to->frag_list->frags[0].size, 400);
+	assert_int_equal(to->frag_list->len, 400);
+	rxp_page_batch_flush(&pb);
+	assert_int_equal(wl, to->len);
+	{
+		uint8_t *got = malloc(wl);
+
+		assert_int_equal(rxp_pkt_copy_bits(to, 0, got, wl), 0);
+		assert_memory_equal(got, want, wl);
+		free(got);
+	}
+#undef WANT
+	rxp_pkt_consume(to);
+	assert_int_equal(rxp_page_refcount(hp), 1);
+	assert_int_equal(rxp_page_refcount(src), 1);
+	rxp_page_put(hp);
+	rxp_page_put(src);
+	rxpt_pktpool_teardown(pp);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
+/* The fast path leaves alone what it must not take: a linear to with
+ * tailroom (copied), a cloned to (chained), a from with a linear part. */
+static void test_coalesce_fast_refusals(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_page *hp = rxpt_page_new(64 * 8), *src = rxpt_page_new(8192);
+	struct rxp_pkt *to, *f, *c;
+
+	rxpt_fill(src->addr, 8192, 1);
+	memset(hp->addr, 0, 64 * 8);
+	/* Linear to with room: copied. */
+	to = rxp_pkt_alloc(pp, 2000);
+	memcpy(rxp_pkt_put(to, 100), src->addr, 100);
+	f = frag(pp, hp, 0, src, 100, 200);
+	assert_int_equal(rxp_pkt_try_coalesce(to, f), RXP_COALESCE_COPIED);
+	check_src(to, src, 0);
+	rxp_pkt_consume(to);
+	/* A cloned from: its frag is stolen, its clone keeps its own. */
+	to = frag(pp, hp, 1, src, 0, 100);
+	f = frag(pp, hp, 2, src, 100, 100);
+	c = rxp_pkt_clone(f);
+	assert_int_equal(rxp_pkt_try_coalesce(to, f), RXP_COALESCE_STOLEN);
+	assert_int_equal(to->nr_frags, 1);
+	check_src(to, src, 0);
+	check_src(c, src, 100);
+	rxp_pkt_consume(c);
+	rxp_pkt_consume(to);
+	/* from with its header still linear: the general path (head stolen). */
+	to = frag(pp, hp, 3, src, 0, 100);
+	rxp_page_get(hp);
+	rxp_page_get(src);
+	f = rxp_pkt_build_frag(pp, hp, 4 * 64, 64, 32, 8, src, 108, 100);
+	memcpy(f->data, src->addr + 100, 8);
+	assert_int_equal(rxp_pkt_try_coalesce(to, f), RXP_COALESCE_STOLEN);
+	assert_int_equal(to->nr_frags, 3);
+	check_src(to, src, 0);
+	rxp_pkt_consume(to);
+	rxp_page_put(hp);
+	rxp_page_put(src);
+	rxpt_pktpool_teardown(pp);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
+static void test_page_batch(void **state)
+{
+	struct rxp_page *a = rxpt_page_new(8), *b = rxpt_page_new(8), *c = rxpt_page_new(8);
+	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
+
+	for (int i = 0; i < 3; i++) {
+		rxp_page_get(a);
+		rxp_page_batch_add(&pb, a);
+		rxp_page_get(b);
+		rxp_page_batch_add(&pb, b);
+	}
+	assert_int_equal(rxp_page_refcount(a), 4);
+	assert_int_equal(rxp_page_refcount(b), 4);
+	/* A third page evicts the older one (a), whose references go. */
+	rxp_page_get(c);
+	rxp_page_batch_add(&pb, c);
+	assert_int_equal(rxp_page_refcount(a), 1);
+	assert_int_equal(rxp_page_refcount(b), 4);
+	/* The last references: the batch releases the pages. */
+	rxp_page_batch_add(&pb, c);
+	rxp_page_batch_flush(&pb);
+	assert_int_equal(rxp_page_refcount(b), 1);
+	rxp_page_batch_flush(&pb); /* empty: nothing */
+	rxp_page_put(a);
+	rxp_page_put(b);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
+/* An empty linear part takes the bytes into its headroom, not a new head
+ * buffer, unless a header offset or a clone forbids writing there. */
+static void test_may_pull_headroom(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_page *hp = rxpt_page_new(64 * 8), *src = rxpt_page_new(8192);
+	struct rxp_pkt *p, *c;
+	uint64_t bufs;
+
+	rxpt_fill(src->addr, 8192, 5);
+	memset(hp->addr, 0, 64 * 8);
+	/* 40 bytes into a 64-byte head with nothing linear and 24 bytes of
+	 * tailroom: no room for the 64 kept, so a new head. */
+	p = frag(pp, hp, 0, src, 0, 1000);
+	bufs = rxp_pktpool_bufs_outstanding(pp);
+	assert_true(rxp_pkt_may_pull(p, 40));
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), bufs + 1);
+	check_src(p, src, 0);
+	rxp_pkt_consume(p);
+
+	/* A 128-byte head: 40 bytes fit before the 64 kept. */
+	rxp_page_get(hp);
+	rxp_page_get(src);
+	p = rxp_pkt_build_frag(pp, hp, 128, 128, 96, 8, src, 0, 1000);
+	rxp_pkt_pull(p, 8);
+	bufs = rxp_pktpool_bufs_outstanding(pp);
+	assert_true(rxp_pkt_may_pull(p, 40));
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), bufs);
+	assert_int_equal(rxp_pkt_headlen(p), 40);
+	assert_ptr_equal(p->tail, p->end);
+	assert_int_equal(rxp_pkt_headroom(p), 88);
+	assert_int_equal(p->frags[0].off, 40);
+	assert_int_equal(p->nr_frags, 1);
+	check_src(p, src, 0);
+	rxp_pkt_consume(p);
+
+	/* The same with a network header offset set: a new head. */
+	rxp_page_get(hp);
+	rxp_page_get(src);
+	p = rxp_pkt_build_frag(pp, hp, 128, 128, 96, 8, src, 0, 1000);
+	rxp_pkt_pull(p, 8);
+	p->network_off = 80;
+	bufs = rxp_pktpool_bufs_outstanding(pp);
+	assert_true(rxp_pkt_may_pull(p, 40));
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), bufs + 1);
+	assert_int_equal(rxp_pkt_headroom(p), 104);
+	check_src(p, src, 0);
+	rxp_pkt_consume(p);
+
+	/* Cloned: a private head; the clone keeps its view. */
+	rxp_page_get(hp);
+	rxp_page_get(src);
+	p = rxp_pkt_build_frag(pp, hp, 128, 128, 96, 8, src, 0, 1000);
+	rxp_pkt_pull(p, 8);
+	c = rxp_pkt_clone(p);
+	bufs = rxp_pktpool_bufs_outstanding(pp);
+	assert_true(rxp_pkt_may_pull(p, 40));
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), bufs + 1);
+	check_src(p, src, 0);
+	check_src(c, src, 0);
+	rxp_pkt_consume(c);
+	rxp_pkt_consume(p);
+
+	/* Pulling across whole frags: eaten ones go, the rest move down. */
+	p = frag(pp, hp, 0, src, 0, 10);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct rxp_pkt *f = frag(pp, hp, 1 + i, src, 20 + 20 * i, 10);
+
+		assert_int_equal(rxp_pkt_try_coalesce(p, f), RXP_COALESCE_STOLEN);
+	}
+	assert_int_equal(p->nr_frags, 5);
+	assert_true(rxp_pkt_may_pull(p, 25));
+	assert_int_equal(rxp_pkt_headlen(p), 25);
+	assert_int_equal(p->nr_frags, 3);
+	assert_int_equal(p->frags[0].size, 5);
+	assert_int_equal(p->len, 50);
+	{
+		uint8_t want[50], got[50];
+
+		for (uint32_t i = 0; i < 5; i++)
+			memcpy(want + 10 * i, src->addr + (i ? 20 * i : 0), 10);
+		assert_int_equal(rxp_pkt_copy_bits(p, 0, got, 50), 0);
+		assert_memory_equal(got, want, 50);
+	}
+	rxp_pkt_consume(p);
+	rxp_page_put(hp);
+	rxp_page_put(src);
+	rxpt_pktpool_teardown(pp);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_build_frag),    cmocka_unit_test(test_meta_reinit),
+		cmocka_unit_test(test_coalesce_fast), cmocka_unit_test(test_coalesce_fast_refusals),
+		cmocka_unit_test(test_page_batch),    cmocka_unit_test(test_may_pull_headroom),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
