@@ -56,18 +56,20 @@ static inline const uint8_t *tipc_hdr(const struct rxp_pkt *pkt, uint8_t *buf)
  * page frags. 0, or -E2BIG / -EINVAL with dst possibly holding part of the
  * range (the caller then frees dst and copies instead).
  */
-int tipc_pkt_add_range_any(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t off,
-			   uint32_t len);
+int tipc_pkt_add_range_any(struct rxp_pkt *dst, struct rxp_pkt *src, uint32_t off, uint32_t len);
 
 /* The per-fragment case inline: bytes of a linear src are one piece of its
  * head page (one reference, no loop, no call but add_frag). */
-static inline int tipc_pkt_add_range(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t off,
+static inline int tipc_pkt_add_range(struct rxp_pkt *dst, struct rxp_pkt *src, uint32_t off,
 				     uint32_t len)
 {
 	int r;
 
 	if (rxp_unlikely(src->data_len || src->frag_list || (uint64_t)off + len > src->len))
 		return tipc_pkt_add_range_any(dst, src, off, len);
+	/* src's head is now shared: src is marked as a clone's is, so nothing
+	 * writes into it (push, may_pull into headroom) without unsharing. */
+	src->flags |= RXP_PKT_F_CLONED;
 	rxp_page_get(src->head_page);
 	r = rxp_pkt_add_frag(dst, src->head_page,
 			     (uint32_t)(src->data - src->head_page->addr) + off, len, len);

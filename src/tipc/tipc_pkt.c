@@ -6,7 +6,8 @@
  * Invariant: every piece appended to dst holds its own page reference, so
  * dst and src are freed independently; the shared bytes are never written
  * (neither packet writes into another's page: may_pull copies the header
- * into dst's own head).
+ * into dst's own head, and src, whose head is now shared, is marked cloned
+ * so that nothing writes into its head without unsharing first).
  */
 #include <errno.h>
 
@@ -24,8 +25,7 @@ static int add_piece(struct rxp_pkt *dst, struct rxp_page *pg, uint32_t off, uin
 	return r;
 }
 
-int tipc_pkt_add_range_any(struct rxp_pkt *dst, const struct rxp_pkt *src, uint32_t off,
-			   uint32_t len)
+int tipc_pkt_add_range_any(struct rxp_pkt *dst, struct rxp_pkt *src, uint32_t off, uint32_t len)
 {
 	uint32_t hl = rxp_pkt_headlen(src), end = off + len, pos;
 	int r;
@@ -35,6 +35,7 @@ int tipc_pkt_add_range_any(struct rxp_pkt *dst, const struct rxp_pkt *src, uint3
 	if (off < hl) {
 		uint32_t n = (end < hl ? end : hl) - off;
 
+		src->flags |= RXP_PKT_F_CLONED; /* its head is shared from here on */
 		r = add_piece(dst, src->head_page,
 			      (uint32_t)(src->data - src->head_page->addr) + off, n);
 		if (r)
