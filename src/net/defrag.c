@@ -53,6 +53,7 @@ static uint32_t qcharge(const struct rxp_defrag_table *t)
 static void table_free(struct rxp_defrag_table *t)
 {
 	free(t->buckets);
+	free(t->la);
 	free(t->qarr);
 	free(t->peer_rid);
 	free(t->blockmem);
@@ -96,11 +97,14 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 		nb <<= 1;
 	t->bmask = nb - 1;
 	t->buckets = calloc(nb, sizeof(t->buckets[0]));
+	/* Twice the buckets: few queues share a lookaside slot. */
+	t->lamask = 2 * nb - 1;
+	t->la = calloc(2 * (size_t)nb, sizeof(t->la[0]));
 	t->qarr = aligned_alloc(64, (size_t)c.max_queues * sizeof(t->qarr[0]));
 	if (t->qarr)
 		memset(t->qarr, 0, (size_t)c.max_queues * sizeof(t->qarr[0]));
 	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
-	if (!t->buckets || !t->qarr || !t->peer_rid)
+	if (!t->buckets || !t->la || !t->qarr || !t->peer_rid)
 		goto nomem;
 	if (c.policy != RXP_DEFRAG_STRICT) {
 		t->blockmem = calloc(c.max_queues, DFR_BLOCK_BYTES);
@@ -177,6 +181,44 @@ static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 	return &t->buckets[h & t->bmask];
 }
 
+/*
+ * The lookaside (t->la): a direct-mapped array of queue pointers in front of
+ * the SipHash table, indexed by a cheap unkeyed hash of the key. A slot is
+ * only a hint: a hit is verified by comparing the whole key, and anything
+ * else (empty slot, another queue, a stale pointer to a freed queue that was
+ * reused) takes the SipHash path, which holds every queue. So an attacker who
+ * knows the cheap hash and aims many keys at one slot gains nothing: each
+ * lookup costs the cheap hash, one key compare and the SipHash lookup it
+ * would have cost anyway, and chains stay those of the keyed table. What it
+ * buys: every fragment of a datagram after the first finds its queue without
+ * SipHash (which costs more than the rest of the lookup). A slot is written
+ * when a queue is created or found through SipHash, and cleared when its
+ * queue is freed.
+ */
+static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key *k)
+{
+	const uint8_t *b = (const uint8_t *)k;
+	uint64_t w0, w1, w2 = 0;
+
+	memcpy(&w0, b, 8); /* family, proto, id */
+	memcpy(&w1, b + 8, 8); /* zone, first 4 address bytes */
+	if (k->family == 4) {
+		uint32_t d;
+
+		memcpy(&d, b + 16, 4);
+		w2 = d;
+	} else {
+		for (unsigned i = 16; i < 40; i += 8) {
+			uint64_t w;
+
+			memcpy(&w, b + i, 8);
+			w2 = (w2 ^ w) * 0xff51afd7ed558ccdull;
+		}
+	}
+	w0 ^= (w1 * 0x9e3779b97f4a7c15ull) ^ (w2 << 29) ^ (w2 >> 7);
+	return (uint32_t)((w0 * 0xc4ceb9fe1a85ec53ull) >> 32) & t->lamask;
+}
+
 /* What a drop of a fragment we hold looks like: the discard hook first sees
  * it as received (header pushed back), then the drop is counted. Consumes pkt. */
 static void frag_drop(struct rxp_defrag_table *t, struct rxp_pkt *pkt, enum rxp_drop_reason r)
@@ -223,6 +265,8 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 	while (*pp != q)
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
+	if (t->la[la_index(t, &q->key)] == q)
+		t->la[la_index(t, &q->key)] = NULL;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
@@ -472,11 +516,27 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 	return res;
 }
 
-static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h)
+/* The queue of key k or NULL; *h gets the key's SipHash when it was
+ * computed (a lookaside miss), else the queue's stored low bits, which is
+ * all that bucket() needs. *slot gets the key's lookaside slot. */
+static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t *h,
+				uint32_t *slot)
 {
-	for (struct dfr_queue *q = *bucket(t, h); q; q = q->hnext)
-		if (q->hash == (uint32_t)h && key_eq(&q->key, k))
+	struct dfr_queue *q;
+
+	*slot = la_index(t, k);
+	q = t->la[*slot];
+	if (q && key_eq(&q->key, k)) {
+		*h = q->hash;
+		return q;
+	}
+	*h = key_hash(t, k);
+	for (q = *bucket(t, *h); q; q = q->hnext) {
+		if (q->hash == (uint32_t)*h && key_eq(&q->key, k)) {
+			t->la[*slot] = q;
 			return q;
+		}
+	}
 	return NULL;
 }
 
@@ -497,6 +557,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT;
 	uint32_t flen, tsize;
 	uint64_t h, tstamp = pkt->tstamp_ns;
+	uint32_t slot;
 	int r;
 
 	if (!v)
@@ -541,8 +602,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return pkt;
 	}
 
-	h = key_hash(t, &fi.key);
-	q = lookup(t, &fi.key, h);
+	q = lookup(t, &fi.key, &h, &slot);
 	if (q && q->expires <= now_ns) {
 		queue_timeout(t, q);
 		q = NULL;
@@ -585,8 +645,10 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 			return NULL;
 		}
 	}
-	if (!q)
+	if (!q) {
 		q = queue_new(t, &fi.key, h, now_ns);
+		t->la[slot] = q;
+	}
 
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now_ns);

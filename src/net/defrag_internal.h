@@ -133,6 +133,8 @@ struct rxp_defrag_table {
 	unsigned char hkey[crypto_shorthash_KEYBYTES];
 	struct dfr_queue **buckets;
 	uint32_t bmask;
+	uint32_t lamask;
+	struct dfr_queue **la; /* lookaside, see la_index() in defrag.c */
 	struct dfr_queue *qarr;
 	struct dfr_queue *freeq; /* linked through hnext */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
