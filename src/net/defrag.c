@@ -61,6 +61,7 @@ static void table_free(struct rxp_defrag_table *t)
 	free(t->fragv);
 	free(t->pdata);
 	free(t->ptmp);
+	dfr_runs_fini(t);
 	free(t);
 }
 
@@ -251,7 +252,7 @@ static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rx
 {
 	struct drain_arg a = {t, r};
 
-	dfr_queue_for_each_drain(q, drain_drop, &a);
+	dfr_queue_for_each_drain(t, q, drain_drop, &a);
 	t->c.mem -= q->mem;
 	q->mem = 0;
 	q->nfrags = 0;
@@ -481,14 +482,14 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 		queue_kill(t, q, RXP_DROP_FRAG_ECN);
 		return NULL;
 	}
-	/* Building touches every fragment's metadata, each long out of cache
-	 * with many datagrams in flight: ask for them all at once. */
+	/* Building touches every fragment's metadata (next, data and len in
+	 * the first line, the head page in the second), each long out of
+	 * cache with many datagrams in flight: ask for them all at once. */
 	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
 		const char *m = (const char *)q->pf[i];
 
 		__builtin_prefetch(m);
 		__builtin_prefetch(m + 64);
-		__builtin_prefetch(m + 128);
 	}
 	res = t->cfg.policy == RXP_DEFRAG_STRICT ? dfr_runs_build(t, q) : dfr_policy_build(t, q);
 	t->c.mem -= q->mem;
@@ -688,7 +689,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		cb->off = fi.off;
 		cb->end = fi.end;
 	}
-	r = strict ? dfr_runs_insert(q, pkt, fi.off, fi.end) : dfr_policy_insert(t, q, pkt);
+	r = strict ? dfr_runs_insert(t, q, pkt, fi.off, fi.end) : dfr_policy_insert(t, q, pkt);
 	if (r == DFR_DUP) {
 		/* Not for the discard hook: its bytes are already queued. */
 		t->c.duplicates++;
@@ -700,6 +701,12 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		t->c.ReasmFails++;
 		queue_kill(t, q, RXP_DROP_FRAG_OVERLAP);
 		frag_drop(t, pkt, RXP_DROP_FRAG_OVERLAP);
+		return NULL;
+	}
+	if (r == DFR_NOMEM) {
+		t->c.ReasmFails++;
+		t->c.mem_drops++;
+		frag_drop(t, pkt, RXP_DROP_NOMEM);
 		return NULL;
 	}
 	if (r == DFR_TOO_MANY) {

@@ -19,17 +19,14 @@
 
 #define DFR_MAXLEN 65535u
 
-/* What a fragment's cb holds while it is queued. A run head is in the tree
- * and its run_end says where its run of contiguous fragments ends; the run's
- * members hang off pkt->next. */
+/* What a fragment's cb holds while it is queued: its header length for the
+ * discard hook (written only when there is one) and, in policy mode, its
+ * payload range. Strict mode keeps nothing else per fragment, so that a
+ * fragment's metadata beyond its first cache line (next, data, len) is not
+ * touched between its arrival and completion. */
 struct dfr_cb {
-	/* Written for every fragment: first, so that a fragment appended in
-	 * order dirties one cache line of its metadata (cb starts in the
-	 * second line of struct rxp_pkt) and not two. */
-	uint32_t off, end; /* payload offsets of this fragment */
-	uint32_t run_end; /* run heads only; the last run's is q->tail_end */
+	uint32_t off, end; /* policy: payload offsets of this fragment */
 	uint16_t hdrlen; /* header bytes pulled off at insert */
-	RB_ENTRY(dfr_cb) rb; /* run heads only */
 };
 _Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
 
@@ -37,12 +34,32 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
 {
 	return (struct dfr_cb *)(void *)p->cb;
 }
-static inline struct rxp_pkt *dfr_pkt(struct dfr_cb *cb)
-{
-	return (struct rxp_pkt *)(void *)((uint8_t *)cb - offsetof(struct rxp_pkt, cb));
-}
 
-RB_HEAD(dfr_tree, dfr_cb);
+/* A run of contiguous fragments (strict mode): a node of the queue's
+ * red-black tree, keyed by off. Its fragments are linked backwards through
+ * pkt->next from tail to head (head->next is NULL), so appending writes only
+ * the new fragment. Nodes live in the table (dfr_run_get), one cache line
+ * each, not in the fragments: finding and placing a fragment reads the
+ * queue and a few nodes, never another fragment's metadata, which with many
+ * datagrams in flight is long out of cache. For the queue's last run, end
+ * and tail are kept in the queue (tail_end, tail) and written back when the
+ * run is closed. */
+struct dfr_run {
+	uint32_t off, end;
+	RB_ENTRY(dfr_run) rb;
+	struct rxp_pkt *head, *tail;
+} __attribute__((aligned(64)));
+
+RB_HEAD(dfr_tree, dfr_run);
+
+/* Nodes come in chunks, allocated when the free list is empty and kept
+ * until the table goes: a run holds at least one queued fragment, so the
+ * number of nodes is bounded by the fragments the memory cap admits. */
+#define DFR_RUN_CHUNK 255u
+struct dfr_run_chunk {
+	struct dfr_run_chunk *next;
+	struct dfr_run runs[DFR_RUN_CHUNK];
+};
 
 /* Only the first dfr_key_len() bytes are meaningful (and hashed and
  * compared): IPv4 addresses sit packed at the start of addr, so an IPv4 key
@@ -101,7 +118,7 @@ struct dfr_queue {
 	uint32_t len, meat;
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
 	uint16_t spare;
-	struct dfr_cb *last_run; /* strict: head of the last run */
+	struct dfr_run *last_run; /* strict */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs. A hint only. */
@@ -144,6 +161,8 @@ struct rxp_defrag_table {
 	uint16_t *owner; /* policy: scratch, one entry per payload byte */
 	struct rxp_pkt **fragv; /* policy: scratch, fragments in arrival order */
 	uint8_t *pdata, *ptmp; /* policy: scratch, 64 KiB each */
+	struct dfr_run *runfree; /* strict: free run nodes, linked through head */
+	struct dfr_run_chunk *chunks;
 };
 
 #define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
@@ -163,8 +182,11 @@ int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
 
 /* Queue storage (defrag_queue.c). insert returns 0, DFR_DUP or DFR_OVERLAP;
  * on 0 the queue owns pkt. */
-enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3 };
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end);
+enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3, DFR_NOMEM = 4 };
+int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		    uint32_t off, uint32_t end);
+/* Free every run node chunk (table destroy). */
+void dfr_runs_fini(struct rxp_defrag_table *t);
 int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
 bool dfr_policy_complete(const struct dfr_queue *q);
 /* Build the datagram from a complete queue (which is left empty); the
@@ -173,6 +195,7 @@ bool dfr_policy_complete(const struct dfr_queue *q);
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 /* Call fn on every fragment of q and empty it. */
-void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *), void *arg);
+void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
+			      void (*fn)(void *, struct rxp_pkt *), void *arg);
 
 #endif

@@ -2,19 +2,19 @@
  * Fragment storage inside one reassembly queue, and building the datagram.
  *
  * Strict mode keeps a red-black tree of runs (Linux's layout): each tree
- * node heads a run of contiguous fragments, and its run_end says where the
- * run stops. A fragment that starts where the last fragment ended is
- * appended in O(1); one after a gap starts a new rightmost run; anything
- * else is placed by a descent that also finds a duplicate (wholly inside a
- * run) or an overlap (anything else that touches a run). Runs never
- * overlap, so the descent is O(log runs).
+ * node is a run of contiguous fragments. A fragment that starts where the
+ * last fragment ended is appended to the last run in O(1); one after a gap
+ * starts a new rightmost run; anything else is placed by a descent that
+ * also finds a duplicate (wholly inside a run) or an overlap (anything else
+ * that touches a run), and becomes a run of its own. Runs never overlap, so
+ * the descent is O(log runs). As in Linux, only the last run grows, and
+ * runs are never joined: whether a fragment is a duplicate or an overlap
+ * depends on the run boundaries, and strict mode must judge as Linux does.
  *
- * A run is linked backwards through pkt->next, from its last fragment to
- * its head, so that appending in order writes only the new fragment (the
- * previous one, long out of cache with many datagrams in flight, is not
- * touched). The last run's tail is q->tail; a closed run's head keeps its
- * tail in its own next pointer (set when the run is closed). run_list()
- * turns a run into a forward list.
+ * Run nodes are table memory (struct dfr_run), not the fragments' cb: see
+ * defrag_internal.h. A run's fragments are linked backwards through
+ * pkt->next, from its tail to its head; run_list() turns a run into a
+ * forward list.
  *
  * Policy mode keeps fragments unmerged in arrival order and a bitmap of the
  * 8-byte blocks received (offsets are multiples of 8 and so is every end
@@ -24,103 +24,142 @@
  * as their comments say.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "rxpath/compiler.h"
 
 #include "net/defrag_internal.h"
 
-static int cb_cmp(struct dfr_cb *a, struct dfr_cb *b)
+static int run_cmp(struct dfr_run *a, struct dfr_run *b)
 {
 	return a->off < b->off ? -1 : a->off > b->off;
 }
 
-RB_GENERATE_STATIC(dfr_tree, dfr_cb, rb, cb_cmp)
+RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
+
+/* A node from the free list (most recently freed first, so likely still in
+ * cache), or from a new chunk; NULL when out of memory. */
+static struct dfr_run *run_get(struct rxp_defrag_table *t)
+{
+	struct dfr_run *n = t->runfree;
+
+	if (rxp_unlikely(!n)) {
+		struct dfr_run_chunk *c = aligned_alloc(64, sizeof(*c));
+
+		if (!c)
+			return NULL;
+		c->next = t->chunks;
+		t->chunks = c;
+		for (unsigned i = DFR_RUN_CHUNK; i-- > 0;) {
+			c->runs[i].head = (struct rxp_pkt *)(void *)t->runfree;
+			t->runfree = &c->runs[i];
+		}
+		n = t->runfree;
+	}
+	t->runfree = (struct dfr_run *)(void *)n->head;
+	return n;
+}
+
+static void run_put(struct rxp_defrag_table *t, struct dfr_run *n)
+{
+	n->head = (struct rxp_pkt *)(void *)t->runfree;
+	t->runfree = n;
+}
+
+void dfr_runs_fini(struct rxp_defrag_table *t)
+{
+	struct dfr_run_chunk *c, *nx;
+
+	for (c = t->chunks; c; c = nx) {
+		nx = c->next;
+		free(c);
+	}
+	t->chunks = NULL;
+	t->runfree = NULL;
+}
+
+/* A new run of pkt alone, [off, end), in the tree. */
+static void run_new(struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt *pkt, uint32_t off,
+		    uint32_t end)
+{
+	n->off = off;
+	n->end = end;
+	n->head = n->tail = pkt;
+	pkt->next = NULL;
+	RB_INSERT(dfr_tree, &q->runs, n);
+}
 
 /* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
- * Only a fragment that heads a run gets its cb written (off, end, run_end):
- * nothing reads a run member's, and so an in-order append leaves the cache
- * line that holds cb alone. */
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+ * An in-order append writes only pkt->next (the first cache line of pkt's
+ * metadata) and the queue. */
+int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		    uint32_t off, uint32_t end)
 {
-	struct dfr_cb *cb = dfr_cb(pkt), *n;
+	struct dfr_run *n, *nw;
 
-	if (q->tail && q->tail_end == off) {
-		/* The common case: in order, extend the last run (its
-		 * run_end is written back before anyone reads it). */
+	if (rxp_likely(q->tail && q->tail_end == off)) {
+		/* The common case: in order, extend the last run (its end is
+		 * written back when the run is closed). */
 		pkt->next = q->tail;
 		q->tail = pkt;
 		q->tail_end = end;
 		return DFR_OK;
 	}
-	if (!q->tail) {
-		cb->off = off;
-		cb->end = cb->run_end = end;
-		pkt->next = NULL;
-		RB_INSERT(dfr_tree, &q->runs, cb);
-		q->last_run = cb;
-		q->tail = pkt;
-		q->tail_end = end;
+	if (q->tail && off < q->tail_end) {
+		/* Somewhere before the end: a duplicate, an overlap or a new
+		 * run in a gap. The last run's node must be current for the
+		 * descent. */
+		q->last_run->end = q->tail_end;
+		q->last_run->tail = q->tail;
+		n = RB_ROOT(&q->runs);
+		while (n) {
+			if (end <= n->off)
+				n = RB_LEFT(n, rb);
+			else if (off >= n->end)
+				n = RB_RIGHT(n, rb);
+			else if (off >= n->off && end <= n->end)
+				return DFR_DUP;
+			else
+				return DFR_OVERLAP;
+		}
+		nw = run_get(t);
+		if (!nw)
+			return DFR_NOMEM;
+		run_new(q, nw, pkt, off, end);
 		return DFR_OK;
 	}
-	/* Out of order: what follows reads run heads' cbs (and may close the
-	 * last run), each in another fragment's metadata and likely out of
-	 * cache. Ask for the queue's first fragments all at once instead of
-	 * meeting the misses one by one down the tree. */
-	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
-		const char *m = (const char *)q->pf[i];
-
-		__builtin_prefetch(m);
-		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb));
-		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb) + sizeof(struct dfr_cb) - 1);
+	/* The first fragment, or one after a gap past the end: a new last
+	 * run (the old one is closed). */
+	nw = run_get(t);
+	if (!nw)
+		return DFR_NOMEM;
+	if (q->tail) {
+		q->last_run->end = q->tail_end;
+		q->last_run->tail = q->tail;
 	}
-	q->last_run->run_end = q->tail_end;
-	if (q->tail_end < off) {
-		/* Close the last run: its head remembers its tail. */
-		dfr_pkt(q->last_run)->next = q->tail;
-		pkt->next = NULL;
-		cb->off = off;
-		cb->end = cb->run_end = end;
-		RB_INSERT(dfr_tree, &q->runs, cb);
-		q->last_run = cb;
-		q->tail = pkt;
-		q->tail_end = end;
-		return DFR_OK;
-	}
-	n = RB_ROOT(&q->runs);
-	while (n) {
-		if (end <= n->off)
-			n = RB_LEFT(n, rb);
-		else if (off >= n->run_end)
-			n = RB_RIGHT(n, rb);
-		else if (off >= n->off && end <= n->run_end)
-			return DFR_DUP;
-		else
-			return DFR_OVERLAP;
-	}
-	pkt->next = pkt; /* a closed run of one */
-	cb->off = off;
-	cb->end = cb->run_end = end;
-	RB_INSERT(dfr_tree, &q->runs, cb);
+	run_new(q, nw, pkt, off, end);
+	q->last_run = nw;
+	q->tail = pkt;
+	q->tail_end = end;
 	return DFR_OK;
 }
 
-/* The fragments of the run headed by h, in offset order, linked forward
- * through next and ending in NULL; *last gets its last fragment. */
-static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_cb *h, struct rxp_pkt **last)
+/* The fragments of run n, in offset order, linked forward through next and
+ * ending in NULL; *last gets its last fragment. */
+static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt **last)
 {
-	struct rxp_pkt *head = dfr_pkt(h), *p, *prev, *list = NULL;
+	struct rxp_pkt *p, *prev, *list = NULL;
 
-	p = h == q->last_run ? q->tail : head->next;
+	p = n == q->last_run ? q->tail : n->tail;
 	*last = p;
-	for (;;) {
-		/* Coalescing reads each fragment's page header next. */
-		__builtin_prefetch(p->head_page);
+	while (p) {
 		prev = p->next;
 		p->next = list;
 		list = p;
-		if (p == head)
-			return list;
 		p = prev;
 	}
+	return list;
 }
 
 /* Consumes pkt on DFR_OK; otherwise the caller keeps it. */
@@ -158,9 +197,10 @@ bool dfr_policy_complete(const struct dfr_queue *q)
 }
 
 /* Run fn on every fragment in q (which takes it over), leaving q empty. */
-void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *), void *arg)
+void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
+			      void (*fn)(void *, struct rxp_pkt *), void *arg)
 {
-	struct dfr_cb *n, *nx;
+	struct dfr_run *n, *nx;
 	struct rxp_pkt *p, *pn;
 
 	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
@@ -168,7 +208,7 @@ void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp
 
 		nx = RB_NEXT(dfr_tree, &q->runs, n);
 		p = run_list(q, n, &last);
-		RB_REMOVE(dfr_tree, &q->runs, n);
+		run_put(t, n);
 		for (; p; p = pn) {
 			pn = p->next;
 			p->next = NULL;
@@ -193,14 +233,17 @@ static void drop_nomem(void *arg, struct rxp_pkt *p)
 
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	struct dfr_cb *first = RB_MIN(dfr_tree, &q->runs), *n;
-	struct rxp_pkt *head = dfr_pkt(first), *p, *pn, *rest = NULL, **link = &rest, *last;
+	struct dfr_run *n, *nx;
+	struct rxp_pkt *head = NULL, *p, *pn, *rest = NULL, **link = &rest, *last;
 
-	/* Every fragment after the head, in order, on rest. */
-	for (n = first; n; n = RB_NEXT(dfr_tree, &q->runs, n)) {
+	/* Every fragment, in order, on rest; the nodes go back as we pass. */
+	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
+		nx = RB_NEXT(dfr_tree, &q->runs, n);
 		*link = run_list(q, n, &last);
 		link = &last->next;
+		run_put(t, n);
 	}
+	head = rest;
 	rest = head->next;
 	head->next = NULL;
 	RB_INIT(&q->runs);
