@@ -93,10 +93,12 @@ struct dfr_info {
 enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 
 /* Laid out by how often a field is touched: lookup and every accepted
- * fragment read and write only the first two cache lines (bucket chain,
- * hash, key, and the per-fragment state); the rest is touched when a queue
- * is created, freed or restarted, by out-of-order inserts, or in policy
- * mode. Queues are cache-line aligned in the table's array. */
+ * fragment read and write only the first three cache lines (bucket chain,
+ * hash, key, the per-fragment state, and the prefetch hints); line 3 is
+ * touched when a queue is created, freed or restarted, or in policy mode;
+ * the run nodes after it by fragments out of order. Queues are cache-line
+ * aligned in the table's array. */
+#define DFR_INL_RUNS 4u
 struct dfr_queue {
 	/* Line 0: lookup. */
 	struct dfr_queue *hnext;
@@ -117,14 +119,15 @@ struct dfr_queue {
 				    * touches no older fragment's cb */
 	uint32_t len, meat;
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
-	uint16_t spare;
+	uint8_t inl_used; /* strict: bitmap of inl[] nodes in the tree */
+	uint8_t spare;
 	struct dfr_run *last_run; /* strict */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs. A hint only. */
 	struct rxp_pkt *pf[8];
 	/* Line 3: creation, free, max_dist, policy. */
-	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
+	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family; free list */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
 	uint8_t *blocks; /* policy: 8-byte blocks received */
 	uint32_t nblocks; /* policy: blocks set */
@@ -134,10 +137,16 @@ struct dfr_queue {
 	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	bool in_use;
+	/* Lines 4-7: the first runs' nodes, so that a fragment out of order
+	 * finds its place in lines the lookup asks for at once, not behind a
+	 * chain of pointers to nodes elsewhere; more runs take table nodes. */
+	struct dfr_run inl[DFR_INL_RUNS];
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 0");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 1");
 _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 2");
+_Static_assert(offsetof(struct dfr_queue, inl) == 256, "dfr_queue line 3");
+#define DFR_QUEUE_HOT offsetof(struct dfr_queue, inl) /* what queue_new clears */
 #define DFR_PF 8u
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
@@ -153,7 +162,7 @@ struct rxp_defrag_table {
 	uint32_t lamask;
 	struct dfr_queue **la; /* lookaside, see la_index() in defrag.c */
 	struct dfr_queue *qarr;
-	struct dfr_queue *freeq; /* linked through hnext */
+	struct dfr_fifo freel; /* free queues, linked through tq */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
 	uint64_t seq; /* fragments accepted so far */
 	uint32_t *peer_rid;

@@ -38,11 +38,19 @@ static int run_cmp(struct dfr_run *a, struct dfr_run *b)
 
 RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
 
-/* A node from the free list (most recently freed first, so likely still in
- * cache), or from a new chunk; NULL when out of memory. */
-static struct dfr_run *run_get(struct rxp_defrag_table *t)
+/* One of the queue's own nodes, else one from the table's free list (most
+ * recently freed first, so likely still in cache), or from a new chunk;
+ * NULL when out of memory. */
+static struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
 	struct dfr_run *n = t->runfree;
+
+	if (q->inl_used != (1u << DFR_INL_RUNS) - 1) {
+		unsigned i = (unsigned)__builtin_ctz(~(unsigned)q->inl_used);
+
+		q->inl_used |= (uint8_t)(1u << i);
+		return &q->inl[i];
+	}
 
 	if (rxp_unlikely(!n)) {
 		struct dfr_run_chunk *c = aligned_alloc(64, sizeof(*c));
@@ -61,8 +69,12 @@ static struct dfr_run *run_get(struct rxp_defrag_table *t)
 	return n;
 }
 
-static void run_put(struct rxp_defrag_table *t, struct dfr_run *n)
+static void run_put(struct rxp_defrag_table *t, struct dfr_queue *q, struct dfr_run *n)
 {
+	if (n >= q->inl && n < q->inl + DFR_INL_RUNS) {
+		q->inl_used &= (uint8_t) ~(1u << (n - q->inl));
+		return;
+	}
 	n->head = (struct rxp_pkt *)(void *)t->runfree;
 	t->runfree = n;
 }
@@ -109,7 +121,11 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 	if (q->tail && off < q->tail_end) {
 		/* Somewhere before the end: a duplicate, an overlap or a new
 		 * run in a gap. The last run's node must be current for the
-		 * descent. */
+		 * descent. The queue's own nodes are asked for together, not
+		 * one after another down the tree. */
+		for (unsigned i = 0; i < DFR_INL_RUNS; i++)
+			if (q->inl_used & (1u << i))
+				__builtin_prefetch(&q->inl[i]);
 		q->last_run->end = q->tail_end;
 		q->last_run->tail = q->tail;
 		n = RB_ROOT(&q->runs);
@@ -123,7 +139,7 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 			else
 				return DFR_OVERLAP;
 		}
-		nw = run_get(t);
+		nw = run_get(t, q);
 		if (!nw)
 			return DFR_NOMEM;
 		run_new(q, nw, pkt, off, end);
@@ -131,7 +147,7 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 	}
 	/* The first fragment, or one after a gap past the end: a new last
 	 * run (the old one is closed). */
-	nw = run_get(t);
+	nw = run_get(t, q);
 	if (!nw)
 		return DFR_NOMEM;
 	if (q->tail) {
@@ -208,7 +224,7 @@ void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
 
 		nx = RB_NEXT(dfr_tree, &q->runs, n);
 		p = run_list(q, n, &last);
-		run_put(t, n);
+		run_put(t, q, n);
 		for (; p; p = pn) {
 			pn = p->next;
 			p->next = NULL;
@@ -241,7 +257,7 @@ struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 		nx = RB_NEXT(dfr_tree, &q->runs, n);
 		*link = run_list(q, n, &last);
 		link = &last->next;
-		run_put(t, n);
+		run_put(t, q, n);
 	}
 	head = rest;
 	rest = head->next;
