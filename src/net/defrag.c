@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/wire.h"
 #include "net/defrag_internal.h"
 
@@ -203,25 +204,23 @@ static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
 	const uint8_t *b = (const uint8_t *)k;
-	uint64_t w0, w1, w2 = 0;
+	uint64_t w0, w1, w2;
 
 	memcpy(&w0, b, 8); /* family, proto, id */
 	memcpy(&w1, b + 8, 8); /* zone, first 4 address bytes */
-	if (k->family == 4) {
-		uint32_t d;
-
-		memcpy(&d, b + 16, 4);
-		w2 = d;
+	memcpy(&w2, b + 16, 8); /* IPv4: destination (and 4 bytes not hashed) */
+	if (rxp_likely(k->family == 4)) {
+		w2 &= 0xffffffffu;
 	} else {
-		for (unsigned i = 16; i < 40; i += 8) {
+		for (unsigned i = 24; i < 40; i += 8) {
 			uint64_t w;
 
 			memcpy(&w, b + i, 8);
 			w2 = (w2 ^ w) * 0xff51afd7ed558ccdull;
 		}
 	}
-	w0 ^= (w1 * 0x9e3779b97f4a7c15ull) ^ (w2 << 29) ^ (w2 >> 7);
-	return (uint32_t)((w0 * 0xc4ceb9fe1a85ec53ull) >> 32) & t->lamask;
+	w0 = (w0 ^ (w1 * 0x9e3779b97f4a7c15ull) ^ (w2 << 21)) * 0xc4ceb9fe1a85ec53ull;
+	return (uint32_t)(w0 >> 32) & t->lamask;
 }
 
 /* What a drop of a fragment we hold looks like: the discard hook first sees
@@ -646,7 +645,9 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 						   : RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
-	} else {
+	} else if (rxp_unlikely(t->c.mem + tsize + (q ? 0 : qcharge(t)) > t->cfg.mem_limit ||
+				(!q && !has_free(t)))) {
+		/* Over the cap (or out of queues): decide who goes. */
 		uint8_t fl = (q ? q->flags : 0) | (fi.off == 0 ? DFR_F_FIRST : 0) |
 			     (!fi.mf ? DFR_F_LAST : 0);
 		uint32_t len = !fi.mf ? fi.end : (q && q->len > fi.end ? q->len : fi.end);
@@ -658,8 +659,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 
 		/* A fragment that completes its datagram leaves the table at
 		 * once with its queue, so it is always let in. */
-		if (!completes && (t->c.mem + need > t->cfg.mem_limit || (!q && !has_free(t))) &&
-		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
+		if (!completes && !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
 			frag_drop(t, pkt,

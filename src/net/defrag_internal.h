@@ -15,7 +15,10 @@
 #include <bsd/sys/tree.h>
 #include <sodium.h>
 
+#include <string.h>
+
 #include "rxpath/defrag.h"
+#include "rxpath/wire.h"
 
 #define DFR_MAXLEN 65535u
 
@@ -178,8 +181,59 @@ struct rxp_defrag_table {
 #define DFR_POLICY_MAX_FRAGS 8192u
 
 /* Family glue. parse returns 1 for a fragment, 0 for a packet that is not
- * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. */
-int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone);
+ * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. The
+ * IPv4 parser is here, inline, because it runs for every fragment and the
+ * caller reads only some of what it fills in. Reads go through
+ * rxp_pkt_header_pointer when the header is not linear. */
+static inline int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone)
+{
+	struct rxp_iphdr buf;
+	const struct rxp_iphdr *ip;
+	unsigned ihl, tot, fo;
+
+	/* The header is nearly always in the linear part: no call then. */
+	if (rxp_pkt_headlen(pkt) >= sizeof(buf))
+		ip = (const struct rxp_iphdr *)(const void *)pkt->data;
+	else
+		ip = rxp_pkt_header_pointer(pkt, 0, sizeof(buf), &buf);
+	if (!ip)
+		return -RXP_DROP_IP_TRUNCATED;
+	ihl = rxp_ip_hlen(ip);
+	tot = ntohs(ip->tot_len);
+	fo = ntohs(ip->frag_off);
+	/* Not a fragment: not ours to judge, whatever else is wrong with it. */
+	if (!(fo & (RXP_IP_MF | RXP_IP_OFFMASK)))
+		return 0;
+	if ((ip->ver_ihl >> 4) != 4 || ihl < RXP_IPV4_HLEN || tot < ihl)
+		return -RXP_DROP_IP_HDR;
+	if (tot > pkt->len)
+		return -RXP_DROP_IP_TRUNCATED;
+	/* Every field set (no memset): this runs for every fragment. The
+	 * key's pad must be zero, as keys are compared whole. */
+	fi->key.family = 4;
+	fi->key.proto = ip->protocol;
+	fi->key.pad = 0;
+	fi->key.id = ntohs(ip->id);
+	fi->key.zone = zone;
+	memcpy(fi->key.addr, &ip->saddr, 4);
+	memcpy(fi->key.addr + 4, &ip->daddr, 4);
+	fi->off = (fo & RXP_IP_OFFMASK) * 8u;
+	fi->end = fi->off + (tot - ihl);
+
+	fi->iplen = tot;
+	fi->hdrlen = (uint16_t)ihl;
+	fi->mf = fo & RXP_IP_MF;
+	fi->df = fo & RXP_IP_DF;
+	fi->ecn = ip->tos & 3;
+	fi->nhoff = 0;
+	fi->nexthdr = 0;
+	/* An MF fragment's length not a multiple of 8 is rounded down, as
+	 * Linux does; the cut bytes are trimmed by the caller. */
+	if (fi->mf)
+		fi->end &= ~7u;
+	return 1;
+}
+
 int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool *atomic);
 /* Fix the header of a result whose data is at the IP header and whose
  * linear part holds the header; payload bytes = plen. 0 or -reason. */
