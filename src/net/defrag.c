@@ -198,8 +198,9 @@ static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
  * would have cost anyway, and chains stay those of the keyed table. What it
  * buys: every fragment of a datagram after the first finds its queue without
  * SipHash (which costs more than the rest of the lookup). A slot is written
- * when a queue is created or found through SipHash, and cleared when its
- * queue is freed.
+ * when a queue is created or found through SipHash. A freed queue keeps its
+ * slots but its key's family becomes 0, which no key has, so a stale slot
+ * only costs the SipHash lookup.
  */
 static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
@@ -269,12 +270,13 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 	while (*pp != q)
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
-	if (t->la[la_index(t, &q->key)] == q)
-		t->la[la_index(t, &q->key)] = NULL;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
 	q->in_use = false;
+	/* Lookaside slots may still name q: no key matches family 0, so
+	 * they only send a lookup on to the SipHash table. */
+	q->key.family = 0;
 	TAILQ_INSERT_HEAD(&t->freel, q, tq);
 }
 

@@ -38,12 +38,28 @@ static int run_cmp(struct dfr_run *a, struct dfr_run *b)
 
 RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
 
+/* Refill the free list with a new chunk; false when out of memory. */
+static __attribute__((noinline)) bool run_grow(struct rxp_defrag_table *t)
+{
+	struct dfr_run_chunk *c = aligned_alloc(64, sizeof(*c));
+
+	if (!c)
+		return false;
+	c->next = t->chunks;
+	t->chunks = c;
+	for (unsigned i = DFR_RUN_CHUNK; i-- > 0;) {
+		c->runs[i].head = (struct rxp_pkt *)(void *)t->runfree;
+		t->runfree = &c->runs[i];
+	}
+	return true;
+}
+
 /* One of the queue's own nodes, else one from the table's free list (most
  * recently freed first, so likely still in cache), or from a new chunk;
  * NULL when out of memory. */
-static struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
+static inline struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	struct dfr_run *n = t->runfree;
+	struct dfr_run *n;
 
 	if (q->inl_used != (1u << DFR_INL_RUNS) - 1) {
 		unsigned i = (unsigned)__builtin_ctz(~(unsigned)q->inl_used);
@@ -51,30 +67,17 @@ static struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
 		q->inl_used |= (uint8_t)(1u << i);
 		return &q->inl[i];
 	}
-
-	if (rxp_unlikely(!n)) {
-		struct dfr_run_chunk *c = aligned_alloc(64, sizeof(*c));
-
-		if (!c)
-			return NULL;
-		c->next = t->chunks;
-		t->chunks = c;
-		for (unsigned i = DFR_RUN_CHUNK; i-- > 0;) {
-			c->runs[i].head = (struct rxp_pkt *)(void *)t->runfree;
-			t->runfree = &c->runs[i];
-		}
-		n = t->runfree;
-	}
+	if (rxp_unlikely(!t->runfree) && !run_grow(t))
+		return NULL;
+	n = t->runfree;
 	t->runfree = (struct dfr_run *)(void *)n->head;
 	return n;
 }
 
-static void run_put(struct rxp_defrag_table *t, struct dfr_queue *q, struct dfr_run *n)
+static inline void run_put(struct rxp_defrag_table *t, struct dfr_queue *q, struct dfr_run *n)
 {
-	if (n >= q->inl && n < q->inl + DFR_INL_RUNS) {
-		q->inl_used &= (uint8_t) ~(1u << (n - q->inl));
-		return;
-	}
+	if (n >= q->inl && n < q->inl + DFR_INL_RUNS)
+		return; /* the caller clears q->inl_used */
 	n->head = (struct rxp_pkt *)(void *)t->runfree;
 	t->runfree = n;
 }
@@ -123,9 +126,12 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 		 * run in a gap. The last run's node must be current for the
 		 * descent. The queue's own nodes are asked for together, not
 		 * one after another down the tree. */
-		for (unsigned i = 0; i < DFR_INL_RUNS; i++)
-			if (q->inl_used & (1u << i))
-				__builtin_prefetch(&q->inl[i]);
+		__builtin_prefetch(&q->inl[0]);
+		__builtin_prefetch(&q->inl[1]);
+		if (q->inl_used > 3) {
+			__builtin_prefetch(&q->inl[2]);
+			__builtin_prefetch(&q->inl[3]);
+		}
 		q->last_run->end = q->tail_end;
 		q->last_run->tail = q->tail;
 		n = RB_ROOT(&q->runs);
@@ -237,6 +243,7 @@ void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
 		fn(arg, p);
 	}
 	RB_INIT(&q->runs);
+	q->inl_used = 0;
 	q->tail = NULL;
 	q->last_run = NULL;
 	q->arr_head = q->arr_tail = NULL;
@@ -252,17 +259,24 @@ struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 	struct dfr_run *n, *nx;
 	struct rxp_pkt *head = NULL, *p, *pn, *rest = NULL, **link = &rest, *last;
 
-	/* Every fragment, in order, on rest; the nodes go back as we pass. */
-	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
-		nx = RB_NEXT(dfr_tree, &q->runs, n);
-		*link = run_list(q, n, &last);
-		link = &last->next;
-		run_put(t, q, n);
+	/* Every fragment, in order, on rest; the nodes go back as we pass.
+	 * One run (the queue's first node alone: all in order) needs no walk
+	 * of the tree. */
+	if (q->inl_used == 1) {
+		rest = run_list(q, &q->inl[0], &last);
+	} else {
+		for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
+			nx = RB_NEXT(dfr_tree, &q->runs, n);
+			*link = run_list(q, n, &last);
+			link = &last->next;
+			run_put(t, q, n);
+		}
 	}
 	head = rest;
 	rest = head->next;
 	head->next = NULL;
 	RB_INIT(&q->runs);
+	q->inl_used = 0;
 	q->tail = NULL;
 	q->last_run = NULL;
 
