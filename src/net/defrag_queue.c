@@ -176,6 +176,8 @@ static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_run *n, st
 	p = n == q->last_run ? q->tail : n->tail;
 	*last = p;
 	while (p) {
+		/* Coalescing reads each fragment's page header next. */
+		__builtin_prefetch(p->head_page);
 		prev = p->next;
 		p->next = list;
 		list = p;
