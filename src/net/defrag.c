@@ -166,7 +166,8 @@ static bool has_free(const struct rxp_defrag_table *t)
 }
 
 /* Whole-key equality; IPv4 keys (20 bytes) without a call. */
-static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
+static inline __attribute__((always_inline)) bool key_eq(const struct dfr_key *a,
+							 const struct dfr_key *b)
 {
 	uint64_t a0, a1, b0, b1;
 	uint32_t a2, b2;
@@ -307,7 +308,10 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 
 	t->la[slot] = q;
 	TAILQ_REMOVE(&t->freel, q, tq);
-	memset(q, 0, DFR_QUEUE_HOT);
+	/* Lines 0, 1 and 3; the prefetch hints (line 2) are read only below
+	 * nfrags. */
+	memset(q, 0, offsetof(struct dfr_queue, pf));
+	memset(&q->tq, 0, DFR_QUEUE_HOT - offsetof(struct dfr_queue, tq));
 	q->key = *k;
 	q->hash = (uint32_t)h;
 	q->in_use = true;
@@ -561,11 +565,6 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 	return NULL;
 }
 
-struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns)
-{
-	return rxp_defrag_zone(t, pkt, t->cfg.zone, now_ns);
-}
-
 struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
 				uint64_t now_ns)
 {
@@ -773,4 +772,9 @@ discard_q:
 	queue_kill(t, q, RXP_DROP_FRAG_INVALID);
 	frag_drop(t, pkt, RXP_DROP_FRAG_INVALID);
 	return NULL;
+}
+
+struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns)
+{
+	return rxp_defrag_zone(t, pkt, t->cfg.zone, now_ns);
 }
