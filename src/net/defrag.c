@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rxpath/compiler.h"
 #include "rxpath/wire.h"
@@ -66,6 +67,31 @@ static void table_free(struct rxp_defrag_table *t)
 	free(t);
 }
 
+/*
+ * The queue array, zeroed. Every fragment reads its queue, one of up to
+ * max_queues spread over megabytes (512 bytes each), so with 4 KiB pages
+ * nearly every fragment would also miss the TLB: where the array spans
+ * huge pages, ask for them (a hint; without transparent huge pages it is
+ * only an aligned array).
+ */
+static struct dfr_queue *queue_array_alloc(uint32_t n)
+{
+	size_t sz = (size_t)n * sizeof(struct dfr_queue), huge = (size_t)2 << 20;
+	struct dfr_queue *a;
+
+	if (sz >= huge) {
+		sz = (sz + huge - 1) & ~(huge - 1);
+		a = aligned_alloc(huge, sz);
+		if (a)
+			(void)madvise(a, sz, MADV_HUGEPAGE);
+	} else {
+		a = aligned_alloc(64, sz);
+	}
+	if (a)
+		memset(a, 0, sz);
+	return a;
+}
+
 struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg)
 {
 	struct rxp_defrag_config c = cfg ? *cfg : (struct rxp_defrag_config){0};
@@ -102,9 +128,7 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	/* Twice the buckets: few queues share a lookaside slot. */
 	t->lamask = 2 * nb - 1;
 	t->la = calloc(2 * (size_t)nb, sizeof(t->la[0]));
-	t->qarr = aligned_alloc(64, (size_t)c.max_queues * sizeof(t->qarr[0]));
-	if (t->qarr)
-		memset(t->qarr, 0, (size_t)c.max_queues * sizeof(t->qarr[0]));
+	t->qarr = queue_array_alloc(c.max_queues);
 	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
 	if (!t->buckets || !t->la || !t->qarr || !t->peer_rid)
 		goto nomem;
