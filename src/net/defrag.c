@@ -755,8 +755,12 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return NULL;
 	}
 	if (r == DFR_NOMEM) {
+		/* No run node: refused like a fragment over the memory cap;
+		 * a queue this fragment created goes with it. */
 		t->c.ReasmFails++;
 		t->c.mem_drops++;
+		if (!q->nfrags)
+			queue_free(t, q, q->hash);
 		frag_drop(t, pkt, RXP_DROP_NOMEM);
 		return NULL;
 	}
