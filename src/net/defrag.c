@@ -355,7 +355,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	q->hnext = *b;
 	*b = q;
 	arm(t, q, now);
-	q->last_seq = t->seq;
+	q->last_seq = (uint32_t)t->seq;
 	t->c.queues++;
 	t->c.mem += qcharge(t);
 	if (t->c.mem > t->c.mem_high_water)
@@ -430,8 +430,8 @@ static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || has_free(t)))
 				return true;
 			nx = TAILQ_NEXT(q, tq);
-			if (q == keep ||
-			    (queue_fill(q) >= cand_fill && t->seq - q->last_seq <= DFR_STALE_FRAGS))
+			if (q == keep || (queue_fill(q) >= cand_fill &&
+					  (uint32_t)t->seq - q->last_seq <= DFR_STALE_FRAGS))
 				continue;
 			t->c.evictions++;
 			t->c.ReasmFails++;
@@ -773,7 +773,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	if (q->nfrags < DFR_PF)
 		q->pf[q->nfrags] = pkt;
 	q->nfrags++;
-	q->last_seq = ++t->seq;
+	q->last_seq = (uint32_t)++t->seq;
 	q->mem += tsize;
 	t->c.mem += tsize;
 	if (t->c.mem > t->c.mem_high_water)

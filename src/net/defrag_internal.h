@@ -46,7 +46,9 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
  * queue and a few nodes, never another fragment's metadata, which with many
  * datagrams in flight is long out of cache. For the queue's last run, end
  * and tail are kept in the queue (tail_end, tail) and written back when the
- * run is closed. */
+ * run is closed. The queue's first run gets its node (and the tree its
+ * first entry) only when a second run or a descent needs it: until then
+ * it starts at q->first_off and its head is q->pf[0]. */
 struct dfr_run {
 	uint32_t off, end;
 	RB_ENTRY(dfr_run) rb;
@@ -115,7 +117,8 @@ struct dfr_queue {
 	uint64_t expires;
 	struct rxp_pkt *tail; /* strict: last fragment of the last run */
 	struct dfr_tree runs; /* strict */
-	uint64_t last_seq; /* table fragment count at the last accept */
+	uint32_t last_seq; /* table fragment count at the last accept (mod 2^32) */
+	uint32_t first_off; /* strict: where the first run starts */
 	uint64_t mem;
 	uint32_t tail_end; /* strict: where tail ends, and so the last run;
 				    * kept here so that appending in order
@@ -124,7 +127,7 @@ struct dfr_queue {
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
 	uint8_t inl_used; /* strict: bitmap of inl[] nodes in the tree */
 	uint8_t spare;
-	struct dfr_run *last_run; /* strict */
+	struct dfr_run *last_run; /* strict; NULL while the first run has no node */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs. A hint only. */

@@ -121,7 +121,26 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 		q->tail_end = end;
 		return DFR_OK;
 	}
-	if (q->tail && off < q->tail_end) {
+	if (!q->tail) {
+		/* The first fragment: the first run, without a node until
+		 * another run needs the tree (a datagram that arrives in
+		 * order never touches the node lines). Its head stays pf[0]. */
+		pkt->next = NULL;
+		q->first_off = off;
+		q->tail = pkt;
+		q->tail_end = end;
+		return DFR_OK;
+	}
+	if (!q->last_run) {
+		nw = run_get(t, q);
+		if (!nw)
+			return DFR_NOMEM;
+		nw->off = q->first_off;
+		nw->head = q->pf[0];
+		RB_INSERT(dfr_tree, &q->runs, nw);
+		q->last_run = nw;
+	}
+	if (off < q->tail_end) {
 		/* Somewhere before the end: a duplicate, an overlap or a new
 		 * run in a gap. The last run's node must be current for the
 		 * descent. The queue's own nodes are asked for together, not
@@ -151,15 +170,12 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 		run_new(q, nw, pkt, off, end);
 		return DFR_OK;
 	}
-	/* The first fragment, or one after a gap past the end: a new last
-	 * run (the old one is closed). */
+	/* After a gap past the end: a new last run (the old one is closed). */
 	nw = run_get(t, q);
 	if (!nw)
 		return DFR_NOMEM;
-	if (q->tail) {
-		q->last_run->end = q->tail_end;
-		q->last_run->tail = q->tail;
-	}
+	q->last_run->end = q->tail_end;
+	q->last_run->tail = q->tail;
 	run_new(q, nw, pkt, off, end);
 	q->last_run = nw;
 	q->tail = pkt;
@@ -167,8 +183,9 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 	return DFR_OK;
 }
 
-/* The fragments of run n, in offset order, linked forward through next and
- * ending in NULL; *last gets its last fragment. */
+/* The fragments of run n (NULL: the queue's first run while it has no node),
+ * in offset order, linked forward through next and ending in NULL; *last
+ * gets its last fragment. */
 static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt **last)
 {
 	struct rxp_pkt *p, *prev, *list = NULL;
@@ -225,11 +242,16 @@ void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
 			      void (*fn)(void *, struct rxp_pkt *), void *arg)
 {
 	struct dfr_run *n, *nx;
-	struct rxp_pkt *p, *pn;
+	struct rxp_pkt *p, *pn, *last;
 
+	if (q->tail && !q->last_run) {
+		for (p = run_list(q, NULL, &last); p; p = pn) {
+			pn = p->next;
+			p->next = NULL;
+			fn(arg, p);
+		}
+	}
 	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
-		struct rxp_pkt *last;
-
 		nx = RB_NEXT(dfr_tree, &q->runs, n);
 		p = run_list(q, n, &last);
 		run_put(t, q, n);
@@ -262,9 +284,11 @@ struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 	struct rxp_pkt *head = NULL, *p, *pn, *rest = NULL, **link = &rest, *last;
 
 	/* Every fragment, in order, on rest; the nodes go back as we pass.
-	 * One run (the queue's first node alone: all in order) needs no walk
+	 * One run (no node, or the queue's first node alone) needs no walk
 	 * of the tree. */
-	if (q->inl_used == 1) {
+	if (!q->last_run) {
+		rest = run_list(q, NULL, &last);
+	} else if (q->inl_used == 1) {
 		rest = run_list(q, &q->inl[0], &last);
 	} else {
 		for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
