@@ -111,7 +111,7 @@ static void run_new(struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt *pkt,
 int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 		    uint32_t off, uint32_t end)
 {
-	struct dfr_run *n, *nw;
+	struct dfr_run *n, *nw, *pred = NULL, *succ = NULL;
 
 	if (rxp_likely(q->tail && q->tail_end == off)) {
 		/* The common case: in order, extend the last run (its end is
@@ -129,6 +129,19 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 		q->first_off = off;
 		q->tail = pkt;
 		q->tail_end = end;
+		return DFR_OK;
+	}
+	if (!q->last_run && off == 0 && end == q->first_off && (q->flags & DFR_F_LAST) &&
+	    q->meat + (end - off) == q->len) {
+		/* The first run is the only one and pkt is exactly what is
+		 * missing before it: the datagram completes now. Join the
+		 * run at its start instead of making a run of one: run
+		 * boundaries decide duplicate against overlap (as in Linux,
+		 * which would make a run of one), but no fragment will come
+		 * to see this one. */
+		q->pf[0]->next = pkt;
+		pkt->next = NULL;
+		q->first_off = 0;
 		return DFR_OK;
 	}
 	if (!q->last_run) {
@@ -155,14 +168,38 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 		q->last_run->tail = q->tail;
 		n = RB_ROOT(&q->runs);
 		while (n) {
-			if (end <= n->off)
+			if (end <= n->off) {
+				succ = n;
 				n = RB_LEFT(n, rb);
-			else if (off >= n->end)
+			} else if (off >= n->end) {
+				pred = n;
 				n = RB_RIGHT(n, rb);
-			else if (off >= n->off && end <= n->end)
+			} else if (off >= n->off && end <= n->end) {
 				return DFR_DUP;
-			else
+			} else {
 				return DFR_OVERLAP;
+			}
+		}
+		if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
+			/* pkt fills the last gap: the datagram completes now,
+			 * so no fragment will test the run boundary this would
+			 * make, and pkt can join a neighbour run instead of
+			 * costing a node and a tree insert. The bytes before
+			 * and after are accounted for (meat), so the gap is
+			 * exactly [off, end) with its neighbours touching. */
+			if (pred && pred->end == off) {
+				pkt->next = pred->tail;
+				pred->tail = pkt;
+				pred->end = end;
+				return DFR_OK;
+			}
+			if (off == 0 && succ && succ->off == end) {
+				succ->head->next = pkt;
+				pkt->next = NULL;
+				succ->head = pkt;
+				succ->off = 0; /* still below every other run */
+				return DFR_OK;
+			}
 		}
 		nw = run_get(t, q);
 		if (!nw)
