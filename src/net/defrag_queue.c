@@ -10,6 +10,9 @@
  * the descent is O(log runs). As in Linux, only the last run grows, and
  * runs are never joined: whether a fragment is a duplicate or an overlap
  * depends on the run boundaries, and strict mode must judge as Linux does.
+ * The one exception cannot be seen: a fragment that completes its datagram
+ * joins the run before or after it, since no fragment comes after it to
+ * meet the boundary.
  *
  * Run nodes are table memory (struct dfr_run), not the fragments' cb: see
  * defrag_internal.h. A run's fragments are linked backwards through
