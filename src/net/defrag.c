@@ -589,6 +589,40 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 	return NULL;
 }
 
+/* What a refused insert (dfr_runs_insert / dfr_policy_insert result r)
+ * does to the fragment and its queue. Consumes pkt. */
+static __attribute__((noinline, cold)) void
+insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, int r)
+{
+	switch (r) {
+	case DFR_DUP:
+		/* Not for the discard hook: its bytes are already queued. */
+		t->c.duplicates++;
+		rxp_pkt_drop(pkt, RXP_DROP_FRAG_DUP);
+		return;
+	case DFR_OVERLAP:
+		t->c.ReasmOverlaps++;
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_OVERLAP);
+		frag_drop(t, pkt, RXP_DROP_FRAG_OVERLAP);
+		return;
+	case DFR_NOMEM:
+		/* No run node: refused like a fragment over the memory cap;
+		 * a queue this fragment created goes with it. */
+		t->c.ReasmFails++;
+		t->c.mem_drops++;
+		if (!q->nfrags)
+			queue_free(t, q, q->hash);
+		frag_drop(t, pkt, RXP_DROP_NOMEM);
+		return;
+	default: /* DFR_TOO_MANY */
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_TOO_MANY);
+		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_MANY);
+		return;
+	}
+}
+
 struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
 				uint64_t now_ns)
 {
@@ -741,33 +775,8 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		cb->end = fi.end;
 	}
 	r = strict ? dfr_runs_insert(t, q, pkt, fi.off, fi.end) : dfr_policy_insert(t, q, pkt);
-	if (r == DFR_DUP) {
-		/* Not for the discard hook: its bytes are already queued. */
-		t->c.duplicates++;
-		rxp_pkt_drop(pkt, RXP_DROP_FRAG_DUP);
-		return NULL;
-	}
-	if (r == DFR_OVERLAP) {
-		t->c.ReasmOverlaps++;
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_OVERLAP);
-		frag_drop(t, pkt, RXP_DROP_FRAG_OVERLAP);
-		return NULL;
-	}
-	if (r == DFR_NOMEM) {
-		/* No run node: refused like a fragment over the memory cap;
-		 * a queue this fragment created goes with it. */
-		t->c.ReasmFails++;
-		t->c.mem_drops++;
-		if (!q->nfrags)
-			queue_free(t, q, q->hash);
-		frag_drop(t, pkt, RXP_DROP_NOMEM);
-		return NULL;
-	}
-	if (r == DFR_TOO_MANY) {
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_TOO_MANY);
-		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_MANY);
+	if (rxp_unlikely(r != DFR_OK)) {
+		insert_failed(t, q, pkt, r);
 		return NULL;
 	}
 	if (q->nfrags < DFR_PF)
