@@ -14,7 +14,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/wire.h"
 #include "net/defrag_internal.h"
 
@@ -53,6 +55,7 @@ static uint32_t qcharge(const struct rxp_defrag_table *t)
 static void table_free(struct rxp_defrag_table *t)
 {
 	free(t->buckets);
+	free(t->la);
 	free(t->qarr);
 	free(t->peer_rid);
 	free(t->blockmem);
@@ -60,7 +63,33 @@ static void table_free(struct rxp_defrag_table *t)
 	free(t->fragv);
 	free(t->pdata);
 	free(t->ptmp);
+	dfr_runs_fini(t);
 	free(t);
+}
+
+/*
+ * The queue array, zeroed. Every fragment reads its queue, one of up to
+ * max_queues spread over megabytes (512 bytes each), so with 4 KiB pages
+ * nearly every fragment would also miss the TLB: where the array spans
+ * huge pages, ask for them (a hint; without transparent huge pages it is
+ * only an aligned array).
+ */
+static struct dfr_queue *queue_array_alloc(uint32_t n)
+{
+	size_t sz = (size_t)n * sizeof(struct dfr_queue), huge = (size_t)2 << 20;
+	struct dfr_queue *a;
+
+	if (sz >= huge) {
+		sz = (sz + huge - 1) & ~(huge - 1);
+		a = aligned_alloc(huge, sz);
+		if (a)
+			(void)madvise(a, sz, MADV_HUGEPAGE);
+	} else {
+		a = aligned_alloc(64, sz);
+	}
+	if (a)
+		memset(a, 0, sz);
+	return a;
 }
 
 struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg)
@@ -96,11 +125,12 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 		nb <<= 1;
 	t->bmask = nb - 1;
 	t->buckets = calloc(nb, sizeof(t->buckets[0]));
-	t->qarr = aligned_alloc(64, (size_t)c.max_queues * sizeof(t->qarr[0]));
-	if (t->qarr)
-		memset(t->qarr, 0, (size_t)c.max_queues * sizeof(t->qarr[0]));
+	/* Twice the buckets: few queues share a lookaside slot. */
+	t->lamask = 2 * nb - 1;
+	t->la = calloc(2 * (size_t)nb, sizeof(t->la[0]));
+	t->qarr = queue_array_alloc(c.max_queues);
 	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
-	if (!t->buckets || !t->qarr || !t->peer_rid)
+	if (!t->buckets || !t->la || !t->qarr || !t->peer_rid)
 		goto nomem;
 	if (c.policy != RXP_DEFRAG_STRICT) {
 		t->blockmem = calloc(c.max_queues, DFR_BLOCK_BYTES);
@@ -111,10 +141,9 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 		if (!t->blockmem || !t->owner || !t->fragv || !t->pdata || !t->ptmp)
 			goto nomem;
 	}
-	for (uint32_t i = c.max_queues; i-- > 0;) {
-		t->qarr[i].hnext = t->freeq;
-		t->freeq = &t->qarr[i];
-	}
+	TAILQ_INIT(&t->freel);
+	for (uint32_t i = 0; i < c.max_queues; i++)
+		TAILQ_INSERT_TAIL(&t->freel, &t->qarr[i], tq);
 	TAILQ_INIT(&t->fifo[0]);
 	TAILQ_INIT(&t->fifo[1]);
 	return t;
@@ -155,8 +184,14 @@ static uint64_t key_hash(const struct rxp_defrag_table *t, const struct dfr_key 
 	return h;
 }
 
+static bool has_free(const struct rxp_defrag_table *t)
+{
+	return !TAILQ_EMPTY(&t->freel);
+}
+
 /* Whole-key equality; IPv4 keys (20 bytes) without a call. */
-static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
+static inline __attribute__((always_inline)) bool key_eq(const struct dfr_key *a,
+							 const struct dfr_key *b)
 {
 	uint64_t a0, a1, b0, b1;
 	uint32_t a2, b2;
@@ -175,6 +210,43 @@ static bool key_eq(const struct dfr_key *a, const struct dfr_key *b)
 static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 {
 	return &t->buckets[h & t->bmask];
+}
+
+/*
+ * The lookaside (t->la): a direct-mapped array of queue pointers in front of
+ * the SipHash table, indexed by a cheap unkeyed hash of the key. A slot is
+ * only a hint: a hit is verified by comparing the whole key, and anything
+ * else (empty slot, another queue, a stale pointer to a freed queue that was
+ * reused) takes the SipHash path, which holds every queue. So an attacker who
+ * knows the cheap hash and aims many keys at one slot gains nothing: each
+ * lookup costs the cheap hash, one key compare and the SipHash lookup it
+ * would have cost anyway, and chains stay those of the keyed table. What it
+ * buys: every fragment of a datagram after the first finds its queue without
+ * SipHash (which costs more than the rest of the lookup). A slot is written
+ * when a queue is created or found through SipHash. A freed queue keeps its
+ * slots but its key's family becomes 0, which no key has, so a stale slot
+ * only costs the SipHash lookup.
+ */
+static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key *k)
+{
+	const uint8_t *b = (const uint8_t *)k;
+	uint64_t w0, w1, w2;
+
+	memcpy(&w0, b, 8); /* family, proto, id */
+	memcpy(&w1, b + 8, 8); /* zone, first 4 address bytes */
+	memcpy(&w2, b + 16, 8); /* IPv4: destination (and 4 bytes not hashed) */
+	if (rxp_likely(k->family == 4)) {
+		w2 &= 0xffffffffu;
+	} else {
+		for (unsigned i = 24; i < 40; i += 8) {
+			uint64_t w;
+
+			memcpy(&w, b + i, 8);
+			w2 = (w2 ^ w) * 0xff51afd7ed558ccdull;
+		}
+	}
+	w0 = (w0 ^ (w1 * 0x9e3779b97f4a7c15ull) ^ (w2 << 21)) * 0xc4ceb9fe1a85ec53ull;
+	return (uint32_t)(w0 >> 32) & t->lamask;
 }
 
 /* What a drop of a fragment we hold looks like: the discard hook first sees
@@ -209,7 +281,7 @@ static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rx
 {
 	struct drain_arg a = {t, r};
 
-	dfr_queue_for_each_drain(q, drain_drop, &a);
+	dfr_queue_for_each_drain(t, q, drain_drop, &a);
 	t->c.mem -= q->mem;
 	q->mem = 0;
 	q->nfrags = 0;
@@ -227,8 +299,10 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
 	q->in_use = false;
-	q->hnext = t->freeq;
-	t->freeq = q;
+	/* Lookaside slots may still name q: no key matches family 0, so
+	 * they only send a lookup on to the SipHash table. */
+	q->key.family = 0;
+	TAILQ_INSERT_HEAD(&t->freel, q, tq);
 }
 
 static void queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
@@ -249,13 +323,19 @@ static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 	TAILQ_INSERT_TAIL(f, q, tq);
 }
 
+/* A new queue for k: the one freed last, likely still in cache. The caller
+ * has checked that a queue is free. */
 static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h,
-				   uint64_t now)
+				   uint32_t slot, uint64_t now)
 {
-	struct dfr_queue *q = t->freeq, **b = bucket(t, h);
+	struct dfr_queue *q = TAILQ_FIRST(&t->freel), **b = bucket(t, h);
 
-	t->freeq = q->hnext;
-	memset(q, 0, sizeof(*q));
+	t->la[slot] = q;
+	TAILQ_REMOVE(&t->freel, q, tq);
+	/* Lines 0, 1 and 3; the prefetch hints (line 2) are read only below
+	 * nfrags. */
+	memset(q, 0, offsetof(struct dfr_queue, pf));
+	memset(&q->tq, 0, DFR_QUEUE_HOT - offsetof(struct dfr_queue, tq));
 	q->key = *k;
 	q->hash = (uint32_t)h;
 	q->in_use = true;
@@ -275,7 +355,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	q->hnext = *b;
 	*b = q;
 	arm(t, q, now);
-	q->last_seq = t->seq;
+	q->last_seq = (uint32_t)t->seq;
 	t->c.queues++;
 	t->c.mem += qcharge(t);
 	if (t->c.mem > t->c.mem_high_water)
@@ -347,18 +427,18 @@ static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
 		struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]), *nx;
 
 		for (; q && scanned < DFR_EVICT_SCAN; q = nx, scanned++) {
-			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq))
+			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || has_free(t)))
 				return true;
 			nx = TAILQ_NEXT(q, tq);
-			if (q == keep ||
-			    (queue_fill(q) >= cand_fill && t->seq - q->last_seq <= DFR_STALE_FRAGS))
+			if (q == keep || (queue_fill(q) >= cand_fill &&
+					  (uint32_t)t->seq - q->last_seq <= DFR_STALE_FRAGS))
 				continue;
 			t->c.evictions++;
 			t->c.ReasmFails++;
 			queue_kill(t, q, RXP_DROP_FRAG_EVICT);
 		}
 	}
-	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || t->freeq);
+	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || has_free(t));
 }
 
 /*
@@ -424,9 +504,25 @@ static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint
 	arm(t, q, now);
 }
 
-/* Complete q: build, fix the header, free the queue. */
+/* Building touches every fragment's metadata (next, data and len in the
+ * first line, the head page in the second), each long out of cache with
+ * many datagrams in flight: ask for them all at once. Always inlined: as a
+ * function of its own, GCC finds it free of side effects and drops the
+ * call (it did, and k=8 in order lost a third of its speed). */
+static inline __attribute__((always_inline)) void prefetch_frags(const struct dfr_queue *q)
+{
+	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
+		const char *m = (const char *)q->pf[i];
+
+		__builtin_prefetch(m);
+		__builtin_prefetch(m + 64);
+	}
+}
+
+/* Complete q: build, fix the header, free the queue. prefetched: the
+ * fragments were asked for already. */
 static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h,
-			      uint64_t tstamp)
+			      uint64_t tstamp, bool prefetched)
 {
 	uint8_t ecn = ecn_combine(q->ecn_mask);
 	struct rxp_pkt *res;
@@ -437,15 +533,8 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 		queue_kill(t, q, RXP_DROP_FRAG_ECN);
 		return NULL;
 	}
-	/* Building touches every fragment's metadata, each long out of cache
-	 * with many datagrams in flight: ask for them all at once. */
-	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
-		const char *m = (const char *)q->pf[i];
-
-		__builtin_prefetch(m);
-		__builtin_prefetch(m + 64);
-		__builtin_prefetch(m + 128);
-	}
+	if (!prefetched)
+		prefetch_frags(q);
 	res = t->cfg.policy == RXP_DEFRAG_STRICT ? dfr_runs_build(t, q) : dfr_policy_build(t, q);
 	t->c.mem -= q->mem;
 	q->mem = 0;
@@ -472,17 +561,66 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 	return res;
 }
 
-static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h)
+/* The queue of key k or NULL; *h gets the key's SipHash when it was
+ * computed (a lookaside miss), else the queue's stored low bits, which is
+ * all that bucket() needs. *slot gets the key's lookaside slot. */
+static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t *h,
+				uint32_t *slot)
 {
-	for (struct dfr_queue *q = *bucket(t, h); q; q = q->hnext)
-		if (q->hash == (uint32_t)h && key_eq(&q->key, k))
+	struct dfr_queue *q;
+
+	*slot = la_index(t, k);
+	q = t->la[*slot];
+	if (q) {
+		/* The per-fragment line with the key's, not after it. */
+		__builtin_prefetch((const char *)q + 64);
+		if (key_eq(&q->key, k)) {
+			*h = q->hash;
 			return q;
+		}
+	}
+	*h = key_hash(t, k);
+	for (q = *bucket(t, *h); q; q = q->hnext) {
+		if (q->hash == (uint32_t)*h && key_eq(&q->key, k)) {
+			t->la[*slot] = q;
+			return q;
+		}
+	}
 	return NULL;
 }
 
-struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns)
+/* What a refused insert (dfr_runs_insert / dfr_policy_insert result r)
+ * does to the fragment and its queue. Consumes pkt. */
+static __attribute__((noinline, cold)) void
+insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, int r)
 {
-	return rxp_defrag_zone(t, pkt, t->cfg.zone, now_ns);
+	switch (r) {
+	case DFR_DUP:
+		/* Not for the discard hook: its bytes are already queued. */
+		t->c.duplicates++;
+		rxp_pkt_drop(pkt, RXP_DROP_FRAG_DUP);
+		return;
+	case DFR_OVERLAP:
+		t->c.ReasmOverlaps++;
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_OVERLAP);
+		frag_drop(t, pkt, RXP_DROP_FRAG_OVERLAP);
+		return;
+	case DFR_NOMEM:
+		/* No run node: refused like a fragment over the memory cap;
+		 * a queue this fragment created goes with it. */
+		t->c.ReasmFails++;
+		t->c.mem_drops++;
+		if (!q->nfrags)
+			queue_free(t, q, q->hash);
+		frag_drop(t, pkt, RXP_DROP_NOMEM);
+		return;
+	default: /* DFR_TOO_MANY */
+		t->c.ReasmFails++;
+		queue_kill(t, q, RXP_DROP_FRAG_TOO_MANY);
+		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_MANY);
+		return;
+	}
 }
 
 struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
@@ -494,9 +632,10 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	uint8_t vbuf;
 	const uint8_t *v =
 		rxp_pkt_headlen(pkt) ? pkt->data : rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
-	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT;
+	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT, prefetched = false;
 	uint32_t flen, tsize;
 	uint64_t h, tstamp = pkt->tstamp_ns;
+	uint32_t slot;
 	int r;
 
 	if (!v)
@@ -541,23 +680,33 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return pkt;
 	}
 
-	h = key_hash(t, &fi.key);
-	q = lookup(t, &fi.key, h);
+	q = lookup(t, &fi.key, &h, &slot);
 	if (q && q->expires <= now_ns) {
 		queue_timeout(t, q);
 		q = NULL;
 	}
 	tsize = pkt->truesize;
+	if (strict && q &&
+	    (q->flags | (fi.off == 0 ? DFR_F_FIRST : 0) | (!fi.mf ? DFR_F_LAST : 0)) ==
+		    (DFR_F_FIRST | DFR_F_LAST) &&
+	    q->meat + flen == (!fi.mf || fi.end > q->len ? fi.end : q->len)) {
+		/* This fragment will most likely complete the datagram: start
+		 * fetching the others now, while it is checked and placed. */
+		prefetch_frags(q);
+		prefetched = true;
+	}
 	if (t->cfg.pressure == RXP_DEFRAG_PRESSURE_LINUX) {
-		if (t->c.mem > t->cfg.mem_limit || (!q && !t->freeq)) {
+		if (t->c.mem > t->cfg.mem_limit || (!q && !has_free(t))) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
 			frag_drop(t, pkt,
-				  q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
-						: RXP_DROP_FRAG_QUEUE_LIMIT);
+				  q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
+						   : RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
-	} else {
+	} else if (rxp_unlikely(t->c.mem + tsize + (q ? 0 : qcharge(t)) > t->cfg.mem_limit ||
+				(!q && !has_free(t)))) {
+		/* Over the cap (or out of queues): decide who goes. */
 		uint8_t fl = (q ? q->flags : 0) | (fi.off == 0 ? DFR_F_FIRST : 0) |
 			     (!fi.mf ? DFR_F_LAST : 0);
 		uint32_t len = !fi.mf ? fi.end : (q && q->len > fi.end ? q->len : fi.end);
@@ -569,16 +718,15 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 
 		/* A fragment that completes its datagram leaves the table at
 		 * once with its queue, so it is always let in. */
-		if (!completes && (t->c.mem + need > t->cfg.mem_limit || (!q && !t->freeq)) &&
-		    !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
+		if (!completes && !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
 			frag_drop(t, pkt,
-				  q || t->freeq ? RXP_DROP_FRAG_MEM_LIMIT
-						: RXP_DROP_FRAG_QUEUE_LIMIT);
+				  q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
+						   : RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
-		if (!q && !t->freeq) {
+		if (!q && !has_free(t)) {
 			t->c.ReasmFails++;
 			t->c.mem_drops++;
 			frag_drop(t, pkt, RXP_DROP_FRAG_QUEUE_LIMIT);
@@ -586,7 +734,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		}
 	}
 	if (!q)
-		q = queue_new(t, &fi.key, h, now_ns);
+		q = queue_new(t, &fi.key, h, slot, now_ns);
 
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now_ns);
@@ -626,30 +774,15 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		cb->off = fi.off;
 		cb->end = fi.end;
 	}
-	r = strict ? dfr_runs_insert(q, pkt, fi.off, fi.end) : dfr_policy_insert(t, q, pkt);
-	if (r == DFR_DUP) {
-		/* Not for the discard hook: its bytes are already queued. */
-		t->c.duplicates++;
-		rxp_pkt_drop(pkt, RXP_DROP_FRAG_DUP);
-		return NULL;
-	}
-	if (r == DFR_OVERLAP) {
-		t->c.ReasmOverlaps++;
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_OVERLAP);
-		frag_drop(t, pkt, RXP_DROP_FRAG_OVERLAP);
-		return NULL;
-	}
-	if (r == DFR_TOO_MANY) {
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_TOO_MANY);
-		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_MANY);
+	r = strict ? dfr_runs_insert(t, q, pkt, fi.off, fi.end) : dfr_policy_insert(t, q, pkt);
+	if (rxp_unlikely(r != DFR_OK)) {
+		insert_failed(t, q, pkt, r);
 		return NULL;
 	}
 	if (q->nfrags < DFR_PF)
 		q->pf[q->nfrags] = pkt;
 	q->nfrags++;
-	q->last_seq = ++t->seq;
+	q->last_seq = (uint32_t)++t->seq;
 	q->mem += tsize;
 	t->c.mem += tsize;
 	if (t->c.mem > t->c.mem_high_water)
@@ -668,7 +801,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		q->max_df_size = fi.hdrlen + flen;
 	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
 	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
-		return finish(t, q, h, tstamp);
+		return finish(t, q, h, tstamp, prefetched);
 	return NULL;
 
 discard_q:
@@ -676,4 +809,9 @@ discard_q:
 	queue_kill(t, q, RXP_DROP_FRAG_INVALID);
 	frag_drop(t, pkt, RXP_DROP_FRAG_INVALID);
 	return NULL;
+}
+
+struct rxp_pkt *rxp_defrag(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint64_t now_ns)
+{
+	return rxp_defrag_zone(t, pkt, t->cfg.zone, now_ns);
 }

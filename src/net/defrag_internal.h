@@ -15,21 +15,21 @@
 #include <bsd/sys/tree.h>
 #include <sodium.h>
 
+#include <string.h>
+
 #include "rxpath/defrag.h"
+#include "rxpath/wire.h"
 
 #define DFR_MAXLEN 65535u
 
-/* What a fragment's cb holds while it is queued. A run head is in the tree
- * and its run_end says where its run of contiguous fragments ends; the run's
- * members hang off pkt->next. */
+/* What a fragment's cb holds while it is queued: its header length for the
+ * discard hook (written only when there is one) and, in policy mode, its
+ * payload range. Strict mode keeps nothing else per fragment, so that a
+ * fragment's metadata beyond its first cache line (next, data, len) is not
+ * touched between its arrival and completion. */
 struct dfr_cb {
-	/* Written for every fragment: first, so that a fragment appended in
-	 * order dirties one cache line of its metadata (cb starts in the
-	 * second line of struct rxp_pkt) and not two. */
-	uint32_t off, end; /* payload offsets of this fragment */
-	uint32_t run_end; /* run heads only; the last run's is q->tail_end */
+	uint32_t off, end; /* policy: payload offsets of this fragment */
 	uint16_t hdrlen; /* header bytes pulled off at insert */
-	RB_ENTRY(dfr_cb) rb; /* run heads only */
 };
 _Static_assert(sizeof(struct dfr_cb) <= RXP_PKT_CB_SIZE, "dfr_cb too big");
 
@@ -37,12 +37,34 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
 {
 	return (struct dfr_cb *)(void *)p->cb;
 }
-static inline struct rxp_pkt *dfr_pkt(struct dfr_cb *cb)
-{
-	return (struct rxp_pkt *)(void *)((uint8_t *)cb - offsetof(struct rxp_pkt, cb));
-}
 
-RB_HEAD(dfr_tree, dfr_cb);
+/* A run of contiguous fragments (strict mode): a node of the queue's
+ * red-black tree, keyed by off. Its fragments are linked backwards through
+ * pkt->next from tail to head (head->next is NULL), so appending writes only
+ * the new fragment. Nodes live in the table (dfr_run_get), one cache line
+ * each, not in the fragments: finding and placing a fragment reads the
+ * queue and a few nodes, never another fragment's metadata, which with many
+ * datagrams in flight is long out of cache. For the queue's last run, end
+ * and tail are kept in the queue (tail_end, tail) and written back when the
+ * run is closed. The queue's first run gets its node (and the tree its
+ * first entry) only when a second run or a descent needs it: until then
+ * it starts at q->first_off and its head is q->pf[0]. */
+struct dfr_run {
+	uint32_t off, end;
+	RB_ENTRY(dfr_run) rb;
+	struct rxp_pkt *head, *tail;
+} __attribute__((aligned(64)));
+
+RB_HEAD(dfr_tree, dfr_run);
+
+/* Nodes come in chunks, allocated when the free list is empty and kept
+ * until the table goes: a run holds at least one queued fragment, so the
+ * number of nodes is bounded by the fragments the memory cap admits. */
+#define DFR_RUN_CHUNK 255u
+struct dfr_run_chunk {
+	struct dfr_run_chunk *next;
+	struct dfr_run runs[DFR_RUN_CHUNK];
+};
 
 /* Only the first dfr_key_len() bytes are meaningful (and hashed and
  * compared): IPv4 addresses sit packed at the start of addr, so an IPv4 key
@@ -76,10 +98,12 @@ struct dfr_info {
 enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 
 /* Laid out by how often a field is touched: lookup and every accepted
- * fragment read and write only the first two cache lines (bucket chain,
- * hash, key, and the per-fragment state); the rest is touched when a queue
- * is created, freed or restarted, by out-of-order inserts, or in policy
- * mode. Queues are cache-line aligned in the table's array. */
+ * fragment read and write only the first three cache lines (bucket chain,
+ * hash, key, the per-fragment state, and the prefetch hints); line 3 is
+ * touched when a queue is created, freed or restarted, or in policy mode;
+ * the run nodes after it by fragments out of order. Queues are cache-line
+ * aligned in the table's array. */
+#define DFR_INL_RUNS 4u
 struct dfr_queue {
 	/* Line 0: lookup. */
 	struct dfr_queue *hnext;
@@ -93,21 +117,23 @@ struct dfr_queue {
 	uint64_t expires;
 	struct rxp_pkt *tail; /* strict: last fragment of the last run */
 	struct dfr_tree runs; /* strict */
-	uint64_t last_seq; /* table fragment count at the last accept */
+	uint32_t last_seq; /* table fragment count at the last accept (mod 2^32) */
+	uint32_t first_off; /* strict: where the first run starts */
 	uint64_t mem;
 	uint32_t tail_end; /* strict: where tail ends, and so the last run;
 				    * kept here so that appending in order
 				    * touches no older fragment's cb */
 	uint32_t len, meat;
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
-	uint16_t spare;
-	struct dfr_cb *last_run; /* strict: head of the last run */
+	uint8_t inl_used; /* strict: bitmap of inl[] nodes in the tree */
+	uint8_t spare;
+	struct dfr_run *last_run; /* strict; NULL while the first run has no node */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs. A hint only. */
 	struct rxp_pkt *pf[8];
 	/* Line 3: creation, free, max_dist, policy. */
-	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family */
+	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family; free list */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
 	uint8_t *blocks; /* policy: 8-byte blocks received */
 	uint32_t nblocks; /* policy: blocks set */
@@ -117,10 +143,16 @@ struct dfr_queue {
 	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	bool in_use;
+	/* Lines 4-7: the first runs' nodes, so that a fragment out of order
+	 * finds its place in lines the lookup asks for at once, not behind a
+	 * chain of pointers to nodes elsewhere; more runs take table nodes. */
+	struct dfr_run inl[DFR_INL_RUNS];
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 0");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 1");
 _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 2");
+_Static_assert(offsetof(struct dfr_queue, inl) == 256, "dfr_queue line 3");
+#define DFR_QUEUE_HOT offsetof(struct dfr_queue, inl) /* what queue_new clears */
 #define DFR_PF 8u
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
@@ -133,8 +165,10 @@ struct rxp_defrag_table {
 	unsigned char hkey[crypto_shorthash_KEYBYTES];
 	struct dfr_queue **buckets;
 	uint32_t bmask;
+	uint32_t lamask;
+	struct dfr_queue **la; /* lookaside, see la_index() in defrag.c */
 	struct dfr_queue *qarr;
-	struct dfr_queue *freeq; /* linked through hnext */
+	struct dfr_fifo freel; /* free queues, linked through tq */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
 	uint64_t seq; /* fragments accepted so far */
 	uint32_t *peer_rid;
@@ -142,14 +176,67 @@ struct rxp_defrag_table {
 	uint16_t *owner; /* policy: scratch, one entry per payload byte */
 	struct rxp_pkt **fragv; /* policy: scratch, fragments in arrival order */
 	uint8_t *pdata, *ptmp; /* policy: scratch, 64 KiB each */
+	struct dfr_run *runfree; /* strict: free run nodes, linked through head */
+	struct dfr_run_chunk *chunks;
 };
 
 #define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
 #define DFR_POLICY_MAX_FRAGS 8192u
 
 /* Family glue. parse returns 1 for a fragment, 0 for a packet that is not
- * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. */
-int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone);
+ * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. The
+ * IPv4 parser is here, inline, because it runs for every fragment and the
+ * caller reads only some of what it fills in. Reads go through
+ * rxp_pkt_header_pointer when the header is not linear. */
+static inline int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone)
+{
+	struct rxp_iphdr buf;
+	const struct rxp_iphdr *ip;
+	unsigned ihl, tot, fo;
+
+	/* The header is nearly always in the linear part: no call then. */
+	if (rxp_pkt_headlen(pkt) >= sizeof(buf))
+		ip = (const struct rxp_iphdr *)(const void *)pkt->data;
+	else
+		ip = rxp_pkt_header_pointer(pkt, 0, sizeof(buf), &buf);
+	if (!ip)
+		return -RXP_DROP_IP_TRUNCATED;
+	ihl = rxp_ip_hlen(ip);
+	tot = ntohs(ip->tot_len);
+	fo = ntohs(ip->frag_off);
+	/* Not a fragment: not ours to judge, whatever else is wrong with it. */
+	if (!(fo & (RXP_IP_MF | RXP_IP_OFFMASK)))
+		return 0;
+	if ((ip->ver_ihl >> 4) != 4 || ihl < RXP_IPV4_HLEN || tot < ihl)
+		return -RXP_DROP_IP_HDR;
+	if (tot > pkt->len)
+		return -RXP_DROP_IP_TRUNCATED;
+	/* Every field set (no memset): this runs for every fragment. The
+	 * key's pad must be zero, as keys are compared whole. */
+	fi->key.family = 4;
+	fi->key.proto = ip->protocol;
+	fi->key.pad = 0;
+	fi->key.id = ntohs(ip->id);
+	fi->key.zone = zone;
+	memcpy(fi->key.addr, &ip->saddr, 4);
+	memcpy(fi->key.addr + 4, &ip->daddr, 4);
+	fi->off = (fo & RXP_IP_OFFMASK) * 8u;
+	fi->end = fi->off + (tot - ihl);
+
+	fi->iplen = tot;
+	fi->hdrlen = (uint16_t)ihl;
+	fi->mf = fo & RXP_IP_MF;
+	fi->df = fo & RXP_IP_DF;
+	fi->ecn = ip->tos & 3;
+	fi->nhoff = 0;
+	fi->nexthdr = 0;
+	/* An MF fragment's length not a multiple of 8 is rounded down, as
+	 * Linux does; the cut bytes are trimmed by the caller. */
+	if (fi->mf)
+		fi->end &= ~7u;
+	return 1;
+}
+
 int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool *atomic);
 /* Fix the header of a result whose data is at the IP header and whose
  * linear part holds the header; payload bytes = plen. 0 or -reason. */
@@ -161,8 +248,11 @@ int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
 
 /* Queue storage (defrag_queue.c). insert returns 0, DFR_DUP or DFR_OVERLAP;
  * on 0 the queue owns pkt. */
-enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3 };
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end);
+enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3, DFR_NOMEM = 4 };
+int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		    uint32_t off, uint32_t end);
+/* Free every run node chunk (table destroy). */
+void dfr_runs_fini(struct rxp_defrag_table *t);
 int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
 bool dfr_policy_complete(const struct dfr_queue *q);
 /* Build the datagram from a complete queue (which is left empty); the
@@ -171,6 +261,7 @@ bool dfr_policy_complete(const struct dfr_queue *q);
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 /* Call fn on every fragment of q and empty it. */
-void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *), void *arg);
+void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
+			      void (*fn)(void *, struct rxp_pkt *), void *arg);
 
 #endif

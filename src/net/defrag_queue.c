@@ -2,19 +2,22 @@
  * Fragment storage inside one reassembly queue, and building the datagram.
  *
  * Strict mode keeps a red-black tree of runs (Linux's layout): each tree
- * node heads a run of contiguous fragments, and its run_end says where the
- * run stops. A fragment that starts where the last fragment ended is
- * appended in O(1); one after a gap starts a new rightmost run; anything
- * else is placed by a descent that also finds a duplicate (wholly inside a
- * run) or an overlap (anything else that touches a run). Runs never
- * overlap, so the descent is O(log runs).
+ * node is a run of contiguous fragments. A fragment that starts where the
+ * last fragment ended is appended to the last run in O(1); one after a gap
+ * starts a new rightmost run; anything else is placed by a descent that
+ * also finds a duplicate (wholly inside a run) or an overlap (anything else
+ * that touches a run), and becomes a run of its own. Runs never overlap, so
+ * the descent is O(log runs). As in Linux, only the last run grows, and
+ * runs are never joined: whether a fragment is a duplicate or an overlap
+ * depends on the run boundaries, and strict mode must judge as Linux does.
+ * The one exception cannot be seen: a fragment that completes its datagram
+ * joins the run before or after it, since no fragment comes after it to
+ * meet the boundary.
  *
- * A run is linked backwards through pkt->next, from its last fragment to
- * its head, so that appending in order writes only the new fragment (the
- * previous one, long out of cache with many datagrams in flight, is not
- * touched). The last run's tail is q->tail; a closed run's head keeps its
- * tail in its own next pointer (set when the run is closed). run_list()
- * turns a run into a forward list.
+ * Run nodes are table memory (struct dfr_run), not the fragments' cb: see
+ * defrag_internal.h. A run's fragments are linked backwards through
+ * pkt->next, from its tail to its head; run_list() turns a run into a
+ * forward list.
  *
  * Policy mode keeps fragments unmerged in arrival order and a bitmap of the
  * 8-byte blocks received (offsets are multiples of 8 and so is every end
@@ -24,103 +27,220 @@
  * as their comments say.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "rxpath/compiler.h"
 
 #include "net/defrag_internal.h"
 
-static int cb_cmp(struct dfr_cb *a, struct dfr_cb *b)
+static int run_cmp(struct dfr_run *a, struct dfr_run *b)
 {
 	return a->off < b->off ? -1 : a->off > b->off;
 }
 
-RB_GENERATE_STATIC(dfr_tree, dfr_cb, rb, cb_cmp)
+RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
+
+/* Refill the free list with a new chunk; false when out of memory. */
+static __attribute__((noinline)) bool run_grow(struct rxp_defrag_table *t)
+{
+	struct dfr_run_chunk *c = aligned_alloc(64, sizeof(*c));
+
+	if (!c)
+		return false;
+	c->next = t->chunks;
+	t->chunks = c;
+	for (unsigned i = DFR_RUN_CHUNK; i-- > 0;) {
+		c->runs[i].head = (struct rxp_pkt *)(void *)t->runfree;
+		t->runfree = &c->runs[i];
+	}
+	return true;
+}
+
+/* One of the queue's own nodes, else one from the table's free list (most
+ * recently freed first, so likely still in cache), or from a new chunk;
+ * NULL when out of memory. */
+static inline struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
+{
+	struct dfr_run *n;
+
+	if (q->inl_used != (1u << DFR_INL_RUNS) - 1) {
+		unsigned i = (unsigned)__builtin_ctz(~(unsigned)q->inl_used);
+
+		q->inl_used |= (uint8_t)(1u << i);
+		return &q->inl[i];
+	}
+	if (rxp_unlikely(!t->runfree) && !run_grow(t))
+		return NULL;
+	n = t->runfree;
+	t->runfree = (struct dfr_run *)(void *)n->head;
+	return n;
+}
+
+static inline void run_put(struct rxp_defrag_table *t, struct dfr_queue *q, struct dfr_run *n)
+{
+	if (n >= q->inl && n < q->inl + DFR_INL_RUNS)
+		return; /* the caller clears q->inl_used */
+	n->head = (struct rxp_pkt *)(void *)t->runfree;
+	t->runfree = n;
+}
+
+void dfr_runs_fini(struct rxp_defrag_table *t)
+{
+	struct dfr_run_chunk *c, *nx;
+
+	for (c = t->chunks; c; c = nx) {
+		nx = c->next;
+		free(c);
+	}
+	t->chunks = NULL;
+	t->runfree = NULL;
+}
+
+/* A new run of pkt alone, [off, end), in the tree. */
+static void run_new(struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt *pkt, uint32_t off,
+		    uint32_t end)
+{
+	n->off = off;
+	n->end = end;
+	n->head = n->tail = pkt;
+	pkt->next = NULL;
+	RB_INSERT(dfr_tree, &q->runs, n);
+}
 
 /* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
- * Only a fragment that heads a run gets its cb written (off, end, run_end):
- * nothing reads a run member's, and so an in-order append leaves the cache
- * line that holds cb alone. */
-int dfr_runs_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+ * An in-order append writes only pkt->next (the first cache line of pkt's
+ * metadata) and the queue. */
+int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		    uint32_t off, uint32_t end)
 {
-	struct dfr_cb *cb = dfr_cb(pkt), *n;
+	struct dfr_run *n, *nw, *pred = NULL, *succ = NULL;
 
-	if (q->tail && q->tail_end == off) {
-		/* The common case: in order, extend the last run (its
-		 * run_end is written back before anyone reads it). */
+	if (rxp_likely(q->tail && q->tail_end == off)) {
+		/* The common case: in order, extend the last run (its end is
+		 * written back when the run is closed). */
 		pkt->next = q->tail;
 		q->tail = pkt;
 		q->tail_end = end;
 		return DFR_OK;
 	}
 	if (!q->tail) {
-		cb->off = off;
-		cb->end = cb->run_end = end;
+		/* The first fragment: the first run, without a node until
+		 * another run needs the tree (a datagram that arrives in
+		 * order never touches the node lines). Its head stays pf[0]. */
 		pkt->next = NULL;
-		RB_INSERT(dfr_tree, &q->runs, cb);
-		q->last_run = cb;
+		q->first_off = off;
 		q->tail = pkt;
 		q->tail_end = end;
 		return DFR_OK;
 	}
-	/* Out of order: what follows reads run heads' cbs (and may close the
-	 * last run), each in another fragment's metadata and likely out of
-	 * cache. Ask for the queue's first fragments all at once instead of
-	 * meeting the misses one by one down the tree. */
-	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
-		const char *m = (const char *)q->pf[i];
-
-		__builtin_prefetch(m);
-		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb));
-		__builtin_prefetch(m + offsetof(struct rxp_pkt, cb) + sizeof(struct dfr_cb) - 1);
-	}
-	q->last_run->run_end = q->tail_end;
-	if (q->tail_end < off) {
-		/* Close the last run: its head remembers its tail. */
-		dfr_pkt(q->last_run)->next = q->tail;
+	if (!q->last_run && off == 0 && end == q->first_off && (q->flags & DFR_F_LAST) &&
+	    q->meat + (end - off) == q->len) {
+		/* The first run is the only one and pkt is exactly what is
+		 * missing before it: the datagram completes now. Join the
+		 * run at its start instead of making a run of one: run
+		 * boundaries decide duplicate against overlap (as in Linux,
+		 * which would make a run of one), but no fragment will come
+		 * to see this one. */
+		q->pf[0]->next = pkt;
 		pkt->next = NULL;
-		cb->off = off;
-		cb->end = cb->run_end = end;
-		RB_INSERT(dfr_tree, &q->runs, cb);
-		q->last_run = cb;
-		q->tail = pkt;
-		q->tail_end = end;
+		q->first_off = 0;
 		return DFR_OK;
 	}
-	n = RB_ROOT(&q->runs);
-	while (n) {
-		if (end <= n->off)
-			n = RB_LEFT(n, rb);
-		else if (off >= n->run_end)
-			n = RB_RIGHT(n, rb);
-		else if (off >= n->off && end <= n->run_end)
-			return DFR_DUP;
-		else
-			return DFR_OVERLAP;
+	if (!q->last_run) {
+		nw = run_get(t, q);
+		if (!nw)
+			return DFR_NOMEM;
+		nw->off = q->first_off;
+		nw->head = q->pf[0];
+		RB_INSERT(dfr_tree, &q->runs, nw);
+		q->last_run = nw;
 	}
-	pkt->next = pkt; /* a closed run of one */
-	cb->off = off;
-	cb->end = cb->run_end = end;
-	RB_INSERT(dfr_tree, &q->runs, cb);
+	if (off < q->tail_end) {
+		/* Somewhere before the end: a duplicate, an overlap or a new
+		 * run in a gap. The last run's node must be current for the
+		 * descent. The queue's own nodes are asked for together, not
+		 * one after another down the tree. */
+		__builtin_prefetch(&q->inl[0]);
+		__builtin_prefetch(&q->inl[1]);
+		if (q->inl_used > 3) {
+			__builtin_prefetch(&q->inl[2]);
+			__builtin_prefetch(&q->inl[3]);
+		}
+		q->last_run->end = q->tail_end;
+		q->last_run->tail = q->tail;
+		n = RB_ROOT(&q->runs);
+		while (n) {
+			if (end <= n->off) {
+				succ = n;
+				n = RB_LEFT(n, rb);
+			} else if (off >= n->end) {
+				pred = n;
+				n = RB_RIGHT(n, rb);
+			} else if (off >= n->off && end <= n->end) {
+				return DFR_DUP;
+			} else {
+				return DFR_OVERLAP;
+			}
+		}
+		if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
+			/* pkt fills the last gap: the datagram completes now,
+			 * so no fragment will test the run boundary this would
+			 * make, and pkt can join a neighbour run instead of
+			 * costing a node and a tree insert. The bytes before
+			 * and after are accounted for (meat), so the gap is
+			 * exactly [off, end) with its neighbours touching. */
+			if (pred && pred->end == off) {
+				pkt->next = pred->tail;
+				pred->tail = pkt;
+				pred->end = end;
+				return DFR_OK;
+			}
+			if (off == 0 && succ && succ->off == end) {
+				succ->head->next = pkt;
+				pkt->next = NULL;
+				succ->head = pkt;
+				succ->off = 0; /* still below every other run */
+				return DFR_OK;
+			}
+		}
+		nw = run_get(t, q);
+		if (!nw)
+			return DFR_NOMEM;
+		run_new(q, nw, pkt, off, end);
+		return DFR_OK;
+	}
+	/* After a gap past the end: a new last run (the old one is closed). */
+	nw = run_get(t, q);
+	if (!nw)
+		return DFR_NOMEM;
+	q->last_run->end = q->tail_end;
+	q->last_run->tail = q->tail;
+	run_new(q, nw, pkt, off, end);
+	q->last_run = nw;
+	q->tail = pkt;
+	q->tail_end = end;
 	return DFR_OK;
 }
 
-/* The fragments of the run headed by h, in offset order, linked forward
- * through next and ending in NULL; *last gets its last fragment. */
-static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_cb *h, struct rxp_pkt **last)
+/* The fragments of run n (NULL: the queue's first run while it has no node),
+ * in offset order, linked forward through next and ending in NULL; *last
+ * gets its last fragment. */
+static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt **last)
 {
-	struct rxp_pkt *head = dfr_pkt(h), *p, *prev, *list = NULL;
+	struct rxp_pkt *p, *prev, *list = NULL;
 
-	p = h == q->last_run ? q->tail : head->next;
+	p = n == q->last_run ? q->tail : n->tail;
 	*last = p;
-	for (;;) {
+	while (p) {
 		/* Coalescing reads each fragment's page header next. */
 		__builtin_prefetch(p->head_page);
 		prev = p->next;
 		p->next = list;
 		list = p;
-		if (p == head)
-			return list;
 		p = prev;
 	}
+	return list;
 }
 
 /* Consumes pkt on DFR_OK; otherwise the caller keeps it. */
@@ -158,17 +278,23 @@ bool dfr_policy_complete(const struct dfr_queue *q)
 }
 
 /* Run fn on every fragment in q (which takes it over), leaving q empty. */
-void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp_pkt *), void *arg)
+void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
+			      void (*fn)(void *, struct rxp_pkt *), void *arg)
 {
-	struct dfr_cb *n, *nx;
-	struct rxp_pkt *p, *pn;
+	struct dfr_run *n, *nx;
+	struct rxp_pkt *p, *pn, *last;
 
+	if (q->tail && !q->last_run) {
+		for (p = run_list(q, NULL, &last); p; p = pn) {
+			pn = p->next;
+			p->next = NULL;
+			fn(arg, p);
+		}
+	}
 	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
-		struct rxp_pkt *last;
-
 		nx = RB_NEXT(dfr_tree, &q->runs, n);
 		p = run_list(q, n, &last);
-		RB_REMOVE(dfr_tree, &q->runs, n);
+		run_put(t, q, n);
 		for (; p; p = pn) {
 			pn = p->next;
 			p->next = NULL;
@@ -181,6 +307,7 @@ void dfr_queue_for_each_drain(struct dfr_queue *q, void (*fn)(void *, struct rxp
 		fn(arg, p);
 	}
 	RB_INIT(&q->runs);
+	q->inl_used = 0;
 	q->tail = NULL;
 	q->last_run = NULL;
 	q->arr_head = q->arr_tail = NULL;
@@ -193,17 +320,29 @@ static void drop_nomem(void *arg, struct rxp_pkt *p)
 
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	struct dfr_cb *first = RB_MIN(dfr_tree, &q->runs), *n;
-	struct rxp_pkt *head = dfr_pkt(first), *p, *pn, *rest = NULL, **link = &rest, *last;
+	struct dfr_run *n, *nx;
+	struct rxp_pkt *head = NULL, *p, *pn, *rest = NULL, **link = &rest, *last;
 
-	/* Every fragment after the head, in order, on rest. */
-	for (n = first; n; n = RB_NEXT(dfr_tree, &q->runs, n)) {
-		*link = run_list(q, n, &last);
-		link = &last->next;
+	/* Every fragment, in order, on rest; the nodes go back as we pass.
+	 * One run (no node, or the queue's first node alone) needs no walk
+	 * of the tree. */
+	if (!q->last_run) {
+		rest = run_list(q, NULL, &last);
+	} else if (q->inl_used == 1) {
+		rest = run_list(q, &q->inl[0], &last);
+	} else {
+		for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
+			nx = RB_NEXT(dfr_tree, &q->runs, n);
+			*link = run_list(q, n, &last);
+			link = &last->next;
+			run_put(t, q, n);
+		}
 	}
+	head = rest;
 	rest = head->next;
 	head->next = NULL;
 	RB_INIT(&q->runs);
+	q->inl_used = 0;
 	q->tail = NULL;
 	q->last_run = NULL;
 
