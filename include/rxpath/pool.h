@@ -126,7 +126,7 @@ struct rxp_pool_head_ {
 };
 #define RXP_POOL_SOLE_NONE_ (-1)
 #define RXP_POOL_SOLE_MANY_ (-2)
-#define RXP_POOL_OWNER_AT_ 32 /* the owner id sits this far before an object */
+#define RXP_POOL_OWNER_AT_ 64 /* the owner id sits this far before an object */
 
 static inline struct rxp_pool_cache_ *rxp_pool_cache_(struct rxp_pool *pool, unsigned tid)
 {
