@@ -57,7 +57,7 @@ struct dfr_run {
 
 RB_HEAD(dfr_tree, dfr_run);
 
-/* Nodes come in chunks, allocated when the free list is empty and kept
+/* Nodes come in chunks, allocated when the free stack is empty and kept
  * until the table goes: a run holds at least one queued fragment, so the
  * number of nodes is bounded by the fragments the memory cap admits. */
 #define DFR_RUN_CHUNK 255u
@@ -176,7 +176,10 @@ struct rxp_defrag_table {
 	uint16_t *owner; /* policy: scratch, one entry per payload byte */
 	struct rxp_pkt **fragv; /* policy: scratch, fragments in arrival order */
 	uint8_t *pdata, *ptmp; /* policy: scratch, 64 KiB each */
-	struct dfr_run *runfree; /* strict: free run nodes, linked through head */
+	/* strict: free run nodes, a stack of pointers (popping one reads no
+	 * node, so a cold node costs a write, not a stalled load) */
+	struct dfr_run **runfree;
+	uint32_t nrunfree, runcap; /* runcap: every node of every chunk */
 	struct dfr_run_chunk *chunks;
 };
 

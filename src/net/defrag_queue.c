@@ -41,48 +41,50 @@ static int run_cmp(struct dfr_run *a, struct dfr_run *b)
 
 RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
 
-/* Refill the free list with a new chunk; false when out of memory. */
+/* Refill the free stack with a new chunk; false when out of memory. */
 static __attribute__((noinline)) bool run_grow(struct rxp_defrag_table *t)
 {
-	struct dfr_run_chunk *c = aligned_alloc(64, sizeof(*c));
+	struct dfr_run_chunk *c;
+	struct dfr_run **st = t->runfree;
 
+	/* Room for every node there is (runcap counts them all), so run_put
+	 * never runs out when they all come back. */
+	st = realloc(st, (t->runcap + DFR_RUN_CHUNK) * sizeof(*st));
+	if (!st)
+		return false;
+	t->runfree = st;
+	c = aligned_alloc(64, sizeof(*c));
 	if (!c)
 		return false;
 	c->next = t->chunks;
 	t->chunks = c;
-	for (unsigned i = DFR_RUN_CHUNK; i-- > 0;) {
-		c->runs[i].head = (struct rxp_pkt *)(void *)t->runfree;
-		t->runfree = &c->runs[i];
-	}
+	t->runcap += DFR_RUN_CHUNK;
+	for (unsigned i = DFR_RUN_CHUNK; i-- > 0;)
+		st[t->nrunfree++] = &c->runs[i];
 	return true;
 }
 
-/* One of the queue's own nodes, else one from the table's free list (most
+/* One of the queue's own nodes, else one from the table's free stack (most
  * recently freed first, so likely still in cache), or from a new chunk;
  * NULL when out of memory. */
 static inline struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	struct dfr_run *n;
-
 	if (q->inl_used != (1u << DFR_INL_RUNS) - 1) {
 		unsigned i = (unsigned)__builtin_ctz(~(unsigned)q->inl_used);
 
 		q->inl_used |= (uint8_t)(1u << i);
 		return &q->inl[i];
 	}
-	if (rxp_unlikely(!t->runfree) && !run_grow(t))
+	if (rxp_unlikely(!t->nrunfree) && !run_grow(t))
 		return NULL;
-	n = t->runfree;
-	t->runfree = (struct dfr_run *)(void *)n->head;
-	return n;
+	return t->runfree[--t->nrunfree];
 }
 
 static inline void run_put(struct rxp_defrag_table *t, struct dfr_queue *q, struct dfr_run *n)
 {
 	if (n >= q->inl && n < q->inl + DFR_INL_RUNS)
 		return; /* the caller clears q->inl_used */
-	n->head = (struct rxp_pkt *)(void *)t->runfree;
-	t->runfree = n;
+	t->runfree[t->nrunfree++] = n; /* the stack has room for every node */
 }
 
 void dfr_runs_fini(struct rxp_defrag_table *t)
@@ -94,7 +96,9 @@ void dfr_runs_fini(struct rxp_defrag_table *t)
 		free(c);
 	}
 	t->chunks = NULL;
+	free(t->runfree);
 	t->runfree = NULL;
+	t->nrunfree = t->runcap = 0;
 }
 
 /* A new run of pkt alone, [off, end), in the tree. */
