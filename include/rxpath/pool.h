@@ -12,9 +12,10 @@
  *     128, like skb_defer_max) the freeing thread puts them on the shared ring
  *     itself, so a stalled owner cannot pin memory without bound. The freeing
  *     thread hands remote frees over in batches (up to 128 per owner, for up
- *     to 4 owners at once); a batch that finds the owner's list full waits
- *     there, up to twice its size, for the owner's next drain, and goes to
- *     the shared ring past that or when the freeing thread drains its own.
+ *     to 4 owners at once), when a batch is full or when it calls
+ *     rxp_pool_drain_deferred() itself: a thread that frees other threads'
+ *     objects should call it in its loop (rxpath's workers do) and before it
+ *     idles, or up to 4 x 127 objects wait in its batches.
  *
  * Exhaustion returns NULL and counts alloc_fail; nothing blocks. Every object
  * is counted while outstanding, and rxp_pool_destroy() reports leaks (in
@@ -100,12 +101,11 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *pool, void *const *objs, unsigned n)
  * which track each object's state and allocation site.
  */
 #define RXP_POOL_STAGE_ 128 /* remote frees handed over per batch (at most) */
-#define RXP_POOL_STAGE_CAP_ (2 * RXP_POOL_STAGE_) /* held while the owner's list is full */
 struct rxp_pool_stage_ {
 	uint16_t owner;
 	uint32_t n;
 	uint32_t lim; /* the inline put adds while n < lim; then the call hands over */
-	void *objs[RXP_POOL_STAGE_CAP_];
+	void *objs[RXP_POOL_STAGE_];
 };
 struct rxp_pool_cache_ {
 	uint32_t len;

@@ -36,7 +36,6 @@
 #define STATE_USED 0x05edu
 #define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
 #define STAGE RXP_POOL_STAGE_ /* remote frees handed over per batch */
-#define STAGE_CAP RXP_POOL_STAGE_CAP_ /* most a batch holds while its owner's list is full */
 #define NSTAGE 4 /* owners a thread batches for at once */
 
 struct obj_hdr {
@@ -82,7 +81,6 @@ struct rxp_pool {
 	unsigned batch; /* refill/flush unit: half the cache */
 	unsigned defer_max;
 	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
-	unsigned stage_cap; /* and held up to this many while the owner's list is full */
 	uint8_t *mem;
 	void **cache_mem;
 	struct stage *stage_mem;
@@ -183,7 +181,6 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->batch = p->cache_size > 1 ? p->cache_size / 2 : p->cache_size;
 	p->defer_max = cfg->defer_max ? cfg->defer_max : RXP_POOL_DEFER_MAX_DEFAULT;
 	p->stage_lim = p->defer_max < STAGE ? p->defer_max : STAGE;
-	p->stage_cap = 2 * p->stage_lim;
 
 	p->ring = rxp_mpmc_create(cfg->n);
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
@@ -510,38 +507,25 @@ static inline void stage_arm(struct stage *s, unsigned at)
 	s->lim = at - 1;
 }
 
-/* Offer stage slot k's batch to its owner's deferred ring. What does not
- * fit stays staged while the batch is below stage_cap (the owner drains
- * once per poll, so its list is usually empty again a few frees later);
- * at stage_cap, or with all set (the batch must go now: a drain, a slot
- * taken for another owner), the rest goes to the shared ring, counted as
- * past the cap. Either way at most stage_cap objects wait on this thread
- * per slot. */
+/* Hand stage slot k's batch over: onto its owner's deferred ring, and what
+ * does not fit (the ring holds defer_max) onto the shared ring, counted as
+ * past the cap. Nothing stays behind: a batch that waited here for the
+ * owner's next drain would wait for this thread's next free instead, and a
+ * thread that stops freeing would strand it. all: the slot is released too
+ * (a drain, or the slot taken for another owner). */
 static void stage_offer(struct rxp_pool *p, struct tcache *c, unsigned k, bool all)
 {
 	struct stage *s = &c->stage[k];
-	uint32_t done, rest;
+	uint32_t done;
 
-	if (!s->n)
-		goto empty;
-	done = rxp_mpmc_enqueue(p->defer[s->owner], s->objs, s->n, false);
-	c->deferred += done;
-	rest = s->n - done;
-	if (!rest)
-		goto empty;
-	if (all || s->n >= p->stage_cap) {
-		to_ring(p, s->objs + done, rest);
-		c->overflow += rest;
-		goto empty;
+	if (s->n) {
+		done = rxp_mpmc_enqueue(p->defer[s->owner], s->objs, s->n, false);
+		c->deferred += done;
+		if (done < s->n) {
+			to_ring(p, s->objs + done, s->n - done);
+			c->overflow += s->n - done;
+		}
 	}
-	if (done)
-		memmove(s->objs, s->objs + done, rest * sizeof(void *));
-	s->n = rest;
-	/* try again a quarter batch later */
-	rest += p->stage_lim / 4 ? p->stage_lim / 4 : 1;
-	stage_arm(s, rest < p->stage_cap ? rest : p->stage_cap);
-	return;
-empty:
 	s->n = 0;
 	stage_arm(s, p->stage_lim);
 	if (all) {

@@ -248,13 +248,13 @@ static void remote_do(struct remote *r, int cmd, int from, int to)
 		;
 }
 
-/* Remote frees that find the owner's list full wait on the freeing thread
- * (up to twice the hand-over batch) for the owner's next drain instead of
- * going to the shared ring at once; what is still there when the freeing
- * thread must hand over everything goes past the cap. */
-static void test_remote_free_held_for_owner(void **state)
+/* Remote frees go over in batches: a full batch onto the owner's list, what
+ * does not fit there onto the shared ring at once (nothing waits on the
+ * freeing thread for the owner), and a partial batch when the freeing
+ * thread calls rxp_pool_drain_deferred() itself. */
+static void test_remote_free_batches(void **state)
 {
-	struct rxp_pool *p = mk(1024, 256, 16); /* batch 16, held up to 32 */
+	struct rxp_pool *p = mk(1024, 256, 16); /* batches of 16 */
 	void *objs[40];
 	struct remote r = {.p = p, .objs = objs};
 	struct rxp_pool_stats st;
@@ -265,22 +265,21 @@ static void test_remote_free_held_for_owner(void **state)
 	remote_do(&r, 1, 0, 16); /* a full batch: onto our list */
 	rxp_pool_get_stats(p, &st);
 	assert_int_equal(st.deferred, 16);
-	remote_do(&r, 1, 16, 32); /* our list is full: held over there */
+	remote_do(&r, 1, 16, 32); /* our list is full: the shared ring */
 	rxp_pool_get_stats(p, &st);
 	assert_int_equal(st.deferred, 16);
-	assert_int_equal(st.defer_overflow, 0);
+	assert_int_equal(st.defer_overflow, 16);
 	assert_int_equal(rxp_pool_drain_deferred(p), 16);
-	remote_do(&r, 1, 32, 36); /* the next try: 16 fit, 4 stay */
+	remote_do(&r, 1, 32, 40); /* a partial batch stays over there */
 	rxp_pool_get_stats(p, &st);
-	assert_int_equal(st.deferred, 32);
-	assert_int_equal(st.defer_overflow, 0);
-	remote_do(&r, 1, 36, 40);
-	remote_do(&r, 2, 0, 0); /* hand over all: the list is full again */
+	assert_int_equal(st.deferred + st.defer_overflow, 32);
+	assert_int_equal(st.outstanding, 0); /* freed, if not yet handed over */
+	assert_int_equal(rxp_pool_drain_deferred(p), 0);
+	remote_do(&r, 2, 0, 0); /* until that thread drains */
 	rxp_pool_get_stats(p, &st);
-	assert_int_equal(st.deferred, 32);
-	assert_int_equal(st.defer_overflow, 8);
-	assert_int_equal(st.outstanding, 0);
-	assert_int_equal(rxp_pool_drain_deferred(p), 16);
+	assert_int_equal(st.deferred, 24);
+	assert_int_equal(st.defer_overflow, 16);
+	assert_int_equal(rxp_pool_drain_deferred(p), 8);
 	atomic_store(&r.cmd, 3);
 	pthread_join(r.th, NULL);
 	teardown(p);
@@ -530,7 +529,7 @@ int main(void)
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_remote_free_deferred),
 		cmocka_unit_test(test_remote_free_cap_overflow),
-		cmocka_unit_test(test_remote_free_held_for_owner),
+		cmocka_unit_test(test_remote_free_batches),
 		cmocka_unit_test(test_second_allocator_ends_sole_fast_path),
 		cmocka_unit_test(test_same_thread_free_stays_local),
 		cmocka_unit_test(test_leak_report_catches_injected_leak),
