@@ -23,7 +23,6 @@
 	X(XDP_DROP, "xdp_drop")                               \
 	X(XDP_ABORTED, "xdp_aborted")                         \
 	X(TX_RING_FULL, "tx_ring_full")                       \
-	X(XDP_REDIRECT_XTHREAD, "xdp_redirect_other_thread")  \
 	X(LINKTYPE, "unsupported_linktype")                   \
 	X(L2_UNKNOWN, "l2_unknown_ethertype")                 \
 	X(FAULT_INJECT, "fault_injected")                     \
@@ -75,7 +74,9 @@
 	X(STEER_FULL, "steer_queue_full")                     \
 	X(TIPC_NO_LINK, "tipc_no_link")                       \
 	X(TEARDOWN, "teardown")                               \
-	X(SINK, "sink_rejected")
+	X(SINK, "sink_rejected")                              \
+	/* appended (values stay stable) */                   \
+	X(XDP_REDIRECT_XTHREAD, "xdp_redirect_other_thread")
 
 enum rxp_drop_reason {
 #define RXP_DROP_ENUM(name, str) RXP_DROP_##name,

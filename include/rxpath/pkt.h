@@ -260,7 +260,8 @@ struct rxp_page_batch {
 	uint32_t n[2];
 };
 void rxp_page_batch_flush(struct rxp_page_batch *pb);
-/* Drop the references of the older slot and move the newer one there. */
+/* Drop the references held in slot 1 and clear it (rxp_page_batch_add then
+ * moves slot 0 there). */
 void rxp_page_batch_evict_(struct rxp_page_batch *pb);
 /* Take over one reference on pg. */
 static inline void rxp_page_batch_add(struct rxp_page_batch *pb, struct rxp_page *pg)

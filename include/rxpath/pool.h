@@ -95,10 +95,14 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *pool, void *const *objs, unsigned n)
 
 /*
  * The fast paths, inline as DPDK's are (a call costs as much as the work):
- * a hit in this thread's cache, and a free of our own object into it. The
- * layout below is the head of the pool's private per-thread cache; nothing
- * outside the pool may touch it. RXP_DEBUG builds always take the calls,
- * which track each object's state and allocation site.
+ * a hit in this thread's cache; a free of our own object into it (without
+ * reading the object while this thread alone has ever allocated from the
+ * pool: sole); and a free of another thread's object into the batch for the
+ * owner freed to last (hot). The layout below is the head of the pool's
+ * private state; nothing outside the pool may touch it. RXP_DEBUG builds
+ * (the sanitizer and fuzz builds) always take the calls, which track each
+ * object's state and allocation site; `make test` also runs the sanitizers
+ * on a build without RXP_DEBUG, for these paths.
  */
 #define RXP_POOL_STAGE_ 128 /* remote frees handed over per batch (at most) */
 struct rxp_pool_stage_ {

@@ -197,7 +197,8 @@ void rxp_txring_destroy(struct rxp_txring *t);
  * A TX ring is single-threaded: the thread that last ran its completion
  * (or, before any, queued on it first) runs it, and a frame queued from
  * another thread (an XDP_REDIRECT across workers) is refused with -EXDEV,
- * references untouched, instead of racing with that thread. */
+ * references untouched. A guard against the common mistake, not a lock:
+ * threads past RXP_MAX_THREADS share one id and are not told apart. */
 int rxp_txring_xmit_xdp(struct rxp_txring *t, const struct rxp_xdp_buff *xdp);
 /* Hardware side: send up to n queued frames (each passed to sink if set). */
 unsigned rxp_txring_hw_send(struct rxp_txring *t, unsigned n, rxp_tx_sink_fn sink, void *ctx);

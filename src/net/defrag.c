@@ -2,7 +2,8 @@
  * The reassembly table: queues, keyed hash, limits, memory accounting,
  * the pressure policy, timers and the rxp_defrag() entry point.
  *
- * Owns: an array of max_queues queues (no allocation on the data path), a
+ * Owns: an array of max_queues queues and (strict mode) the run nodes, made
+ * with the table (no allocation on the data path), a
  * bucket array of chains keyed by SipHash under a random per-table key, one
  * timer FIFO per family (the timeout is fixed per family and armed at
  * creation, so creation order is expiry order), and per-source counters for
@@ -131,6 +132,8 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	t->qarr = queue_array_alloc(c.max_queues);
 	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
 	if (!t->buckets || !t->la || !t->qarr || !t->peer_rid)
+		goto nomem;
+	if (c.policy == RXP_DEFRAG_STRICT && dfr_runs_init(t))
 		goto nomem;
 	if (c.policy != RXP_DEFRAG_STRICT) {
 		t->blockmem = calloc(c.max_queues, DFR_BLOCK_BYTES);

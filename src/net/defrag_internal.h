@@ -57,14 +57,9 @@ struct dfr_run {
 
 RB_HEAD(dfr_tree, dfr_run);
 
-/* Nodes come in chunks, allocated when the free stack is empty and kept
- * until the table goes: a run holds at least one queued fragment, so the
- * number of nodes is bounded by the fragments the memory cap admits. */
-#define DFR_RUN_CHUNK 255u
-struct dfr_run_chunk {
-	struct dfr_run_chunk *next;
-	struct dfr_run runs[DFR_RUN_CHUNK];
-};
+/* Nodes are made with the table: see dfr_runs_init(). */
+#define DFR_RUNS_MIN 256u
+#define DFR_RUNS_MAX 131072u
 
 /* Only the first dfr_key_len() bytes are meaningful (and hashed and
  * compared): IPv4 addresses sit packed at the start of addr, so an IPv4 key
@@ -98,11 +93,12 @@ struct dfr_info {
 enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 
 /* Laid out by how often a field is touched: lookup and every accepted
- * fragment read and write only the first three cache lines (bucket chain,
- * hash, key, the per-fragment state, and the prefetch hints); line 3 is
- * touched when a queue is created, freed or restarted, or in policy mode;
- * the run nodes after it by fragments out of order. Queues are cache-line
- * aligned in the table's array. */
+ * fragment read and write the first three cache lines (bucket chain, hash,
+ * key, the per-fragment state, and the prefetch hints); line 3 when a queue
+ * is created, freed or restarted, in policy mode, and for each IPv4
+ * fragment while max_dist is on (peer and rid); the run nodes after it by
+ * fragments out of order. Queues are cache-line aligned in the table's
+ * array. */
 #define DFR_INL_RUNS 4u
 struct dfr_queue {
 	/* Line 0: lookup. */
@@ -148,10 +144,10 @@ struct dfr_queue {
 	 * chain of pointers to nodes elsewhere; more runs take table nodes. */
 	struct dfr_run inl[DFR_INL_RUNS];
 } __attribute__((aligned(64)));
-_Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 0");
-_Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 1");
-_Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 2");
-_Static_assert(offsetof(struct dfr_queue, inl) == 256, "dfr_queue line 3");
+_Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 1 starts at expires");
+_Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 2 starts at pf");
+_Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 3 starts at tq");
+_Static_assert(offsetof(struct dfr_queue, inl) == 256, "dfr_queue run nodes start at line 4");
 #define DFR_QUEUE_HOT offsetof(struct dfr_queue, inl) /* what queue_new clears */
 #define DFR_PF 8u
 
@@ -179,8 +175,8 @@ struct rxp_defrag_table {
 	/* strict: free run nodes, a stack of pointers (popping one reads no
 	 * node, so a cold node costs a write, not a stalled load) */
 	struct dfr_run **runfree;
-	uint32_t nrunfree, runcap; /* runcap: every node of every chunk */
-	struct dfr_run_chunk *chunks;
+	uint32_t nrunfree, runcap; /* runcap: every node there is */
+	struct dfr_run *runmem;
 };
 
 #define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
@@ -255,6 +251,7 @@ enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3, DFR_NOMEM = 4
 int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 		    uint32_t off, uint32_t end);
 /* Free every run node chunk (table destroy). */
+int dfr_runs_init(struct rxp_defrag_table *t);
 void dfr_runs_fini(struct rxp_defrag_table *t);
 int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
 bool dfr_policy_complete(const struct dfr_queue *q);

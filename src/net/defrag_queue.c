@@ -41,32 +41,28 @@ static int run_cmp(struct dfr_run *a, struct dfr_run *b)
 
 RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
 
-/* Refill the free stack with a new chunk; false when out of memory. */
-static __attribute__((noinline)) bool run_grow(struct rxp_defrag_table *t)
+/* All run nodes are made with the table (no allocation on the data path):
+ * as many as the fragments the memory cap can hold (each run holds one at
+ * least, and a fragment is charged its metadata at least), within
+ * [DFR_RUNS_MIN, DFR_RUNS_MAX]. Past that a fragment that needs a node is
+ * refused as one over the cap would be (mem_drops). */
+int dfr_runs_init(struct rxp_defrag_table *t)
 {
-	struct dfr_run_chunk *c;
-	struct dfr_run **st = t->runfree;
+	uint64_t n = t->cfg.mem_limit / RXP_PKT_META_TRUESIZE;
 
-	/* Room for every node there is (runcap counts them all), so run_put
-	 * never runs out when they all come back. */
-	st = realloc(st, (t->runcap + DFR_RUN_CHUNK) * sizeof(*st));
-	if (!st)
-		return false;
-	t->runfree = st;
-	c = aligned_alloc(64, sizeof(*c));
-	if (!c)
-		return false;
-	c->next = t->chunks;
-	t->chunks = c;
-	t->runcap += DFR_RUN_CHUNK;
-	for (unsigned i = DFR_RUN_CHUNK; i-- > 0;)
-		st[t->nrunfree++] = &c->runs[i];
-	return true;
+	n = n < DFR_RUNS_MIN ? DFR_RUNS_MIN : n > DFR_RUNS_MAX ? DFR_RUNS_MAX : n;
+	t->runmem = aligned_alloc(64, (size_t)n * sizeof(t->runmem[0]));
+	t->runfree = malloc((size_t)n * sizeof(t->runfree[0]));
+	if (!t->runmem || !t->runfree)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		t->runfree[i] = &t->runmem[n - 1 - i];
+	t->nrunfree = t->runcap = (uint32_t)n;
+	return 0;
 }
 
 /* One of the queue's own nodes, else one from the table's free stack (most
- * recently freed first, so likely still in cache), or from a new chunk;
- * NULL when out of memory. */
+ * recently freed first, so likely still in cache); NULL when none is left. */
 static inline struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
 	if (q->inl_used != (1u << DFR_INL_RUNS) - 1) {
@@ -75,7 +71,7 @@ static inline struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_que
 		q->inl_used |= (uint8_t)(1u << i);
 		return &q->inl[i];
 	}
-	if (rxp_unlikely(!t->nrunfree) && !run_grow(t))
+	if (rxp_unlikely(!t->nrunfree))
 		return NULL;
 	return t->runfree[--t->nrunfree];
 }
@@ -89,14 +85,9 @@ static inline void run_put(struct rxp_defrag_table *t, struct dfr_queue *q, stru
 
 void dfr_runs_fini(struct rxp_defrag_table *t)
 {
-	struct dfr_run_chunk *c, *nx;
-
-	for (c = t->chunks; c; c = nx) {
-		nx = c->next;
-		free(c);
-	}
-	t->chunks = NULL;
+	free(t->runmem);
 	free(t->runfree);
+	t->runmem = NULL;
 	t->runfree = NULL;
 	t->nrunfree = t->runcap = 0;
 }
