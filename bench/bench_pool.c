@@ -57,46 +57,47 @@ static volatile uintptr_t sink;
 
 #define LOOP(name) __attribute__((noinline)) static void name(long n)
 
-LOOP(loop_rxp_single)
+/* get+put one at a time, and in bursts, on pool p (inlined into the loops
+ * below, so each loop is what callgrind and the clock see). */
+static inline __attribute__((always_inline)) void rxp_single(struct rxp_pool *p, long n)
 {
 	for (long i = 0; i < n; i++) {
-		void *o = rxp_pool_get(pool);
+		void *o = rxp_pool_get(p);
 
 		sink += (uintptr_t)o;
-		rxp_pool_put(pool, o);
+		rxp_pool_put(p, o);
 	}
+}
+
+static inline __attribute__((always_inline)) void rxp_bulk(struct rxp_pool *p, long n)
+{
+	void *o[BULK];
+
+	for (long i = 0; i < n / BULK; i++) {
+		rxp_pool_get_bulk(p, o, BULK);
+		sink += (uintptr_t)o[BULK - 1];
+		rxp_pool_put_bulk(p, o, BULK);
+	}
+}
+
+LOOP(loop_rxp_single)
+{
+	rxp_single(pool, n);
 }
 
 LOOP(loop_rxp_bulk)
 {
-	void *o[BULK];
-
-	for (long i = 0; i < n / BULK; i++) {
-		rxp_pool_get_bulk(pool, o, BULK);
-		sink += (uintptr_t)o[BULK - 1];
-		rxp_pool_put_bulk(pool, o, BULK);
-	}
+	rxp_bulk(pool, n);
 }
 
 LOOP(loop_rxp_single_sh)
 {
-	for (long i = 0; i < n; i++) {
-		void *o = rxp_pool_get(pool_shared);
-
-		sink += (uintptr_t)o;
-		rxp_pool_put(pool_shared, o);
-	}
+	rxp_single(pool_shared, n);
 }
 
 LOOP(loop_rxp_bulk_sh)
 {
-	void *o[BULK];
-
-	for (long i = 0; i < n / BULK; i++) {
-		rxp_pool_get_bulk(pool_shared, o, BULK);
-		sink += (uintptr_t)o[BULK - 1];
-		rxp_pool_put_bulk(pool_shared, o, BULK);
-	}
+	rxp_bulk(pool_shared, n);
 }
 
 LOOP(loop_rxp_put_shared)

@@ -311,6 +311,20 @@ static inline void rxp_pkt_enqueue(struct rxp_pkt_queue *q, struct rxp_pkt *pkt)
 	q->tail = pkt;
 	q->len++;
 }
+/* Move everything queued on from to the end of to, in order (from ends up
+ * empty). */
+static inline void rxp_pkt_queue_splice(struct rxp_pkt_queue *to, struct rxp_pkt_queue *from)
+{
+	if (!from->head)
+		return;
+	if (to->tail)
+		to->tail->next = from->head;
+	else
+		to->head = from->head;
+	to->tail = from->tail;
+	to->len += from->len;
+	rxp_pkt_queue_init(from);
+}
 static inline struct rxp_pkt *rxp_pkt_dequeue(struct rxp_pkt_queue *q)
 {
 	struct rxp_pkt *p = q->head;

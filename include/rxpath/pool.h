@@ -108,7 +108,7 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *pool, void *const *objs, unsigned n)
 struct rxp_pool_stage_ {
 	uint16_t owner;
 	uint32_t n;
-	uint32_t lim; /* the inline put adds while n < lim; then the call hands over */
+	uint32_t lim; /* the inline put adds while n < lim (the pool's batch - 1) */
 	void *objs[RXP_POOL_STAGE_];
 };
 struct rxp_pool_cache_ {

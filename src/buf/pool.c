@@ -197,6 +197,10 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
 			p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;
 			p->caches[t].cap = p->cache_size;
+			/* the inline put stages while n < lim, then the call
+			 * hands the batch over */
+			for (unsigned k = 0; k < NSTAGE; k++)
+				p->caches[t].stage[k].lim = p->stage_lim - 1;
 		}
 	}
 	if (!ok) {
@@ -500,13 +504,6 @@ static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
 	rxp_mpmc_enqueue(p->ring, objs, n, true);
 }
 
-/* Where the inline put stops and the call takes the next free: once the
- * batch holds `at` objects. */
-static inline void stage_arm(struct stage *s, unsigned at)
-{
-	s->lim = at - 1;
-}
-
 /* Hand stage slot k's batch over: onto its owner's deferred ring, and what
  * does not fit (the ring holds defer_max) onto the shared ring, counted as
  * past the cap. Nothing stays behind: a batch that waited here for the
@@ -527,7 +524,6 @@ static void stage_offer(struct rxp_pool *p, struct tcache *c, unsigned k, bool a
 		}
 	}
 	s->n = 0;
-	stage_arm(s, p->stage_lim);
 	if (all) {
 		c->staged &= ~(1u << k);
 		if (c->hot == s)

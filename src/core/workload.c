@@ -17,6 +17,7 @@
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
 #include "rxpath/workload.h"
+#include "buf/rng.h"
 
 #define PENDING 8
 #define TIPC_PEERS 4
@@ -43,11 +44,7 @@ struct wl {
 
 static uint64_t rnd(struct wl *w)
 {
-	uint64_t z = (w->rng += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return rxp_splitmix64(&w->rng);
 }
 
 static uint64_t below(struct wl *w, uint64_t n)

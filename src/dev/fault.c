@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rxpath/dev.h"
+#include "buf/rng.h"
 
 #define WIN_MAX 64
 
@@ -30,15 +31,6 @@ struct fault {
 	uint64_t loss_t, dup_t, txloss_t; /* probabilities scaled to 2^64 - 1 */
 	struct faultq q[];
 };
-
-static uint64_t rnd(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static uint64_t scale(double p)
 {
@@ -61,7 +53,7 @@ static struct rxp_pkt *window(struct fault *f, struct faultq *fq, struct rxp_pkt
 	fq->held[fq->nheld++] = pkt;
 	if (fq->nheld < w)
 		return NULL;
-	i = (unsigned)(rnd(&fq->s) % fq->nheld);
+	i = (unsigned)(rxp_splitmix64(&fq->s) % fq->nheld);
 	out = fq->held[i];
 	if (i != 0)
 		fq->reordered++;
@@ -96,13 +88,13 @@ static int fault_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsign
 	for (int i = 0; i < rc; i++) {
 		struct rxp_pkt *p = in[i], *o;
 
-		if (rnd(&fq->s) < f->loss_t) {
+		if (rxp_splitmix64(&fq->s) < f->loss_t) {
 			fq->lost++;
 			rxp_pkt_drop(p, RXP_DROP_FAULT_INJECT);
 			continue;
 		}
 		/* a duplicate only while both copies fit in what was asked */
-		if (rnd(&fq->s) < f->dup_t && got + 2 <= n) {
+		if (rxp_splitmix64(&fq->s) < f->dup_t && got + 2 <= n) {
 			struct rxp_pkt *c = rxp_pkt_copy(p);
 
 			if (c) {
@@ -127,7 +119,7 @@ static unsigned fault_tx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, u
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (rnd(&fq->s) < f->txloss_t) {
+		if (rxp_splitmix64(&fq->s) < f->txloss_t) {
 			fq->tx_lost++;
 			rxp_pkt_drop(pkts[i], RXP_DROP_FAULT_INJECT);
 		} else {

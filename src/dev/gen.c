@@ -14,6 +14,7 @@
 
 #include "rxpath/sim.h"
 #include "rxpath/wire.h"
+#include "buf/rng.h"
 
 struct rxp_gen {
 	struct rxp_gen_config cfg;
@@ -31,22 +32,9 @@ struct rxp_gen {
 	uint8_t dgram[65536];
 };
 
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
 static uint64_t rnd(struct rxp_gen *g)
 {
-	uint64_t *s = g->s, r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return r;
+	return rxp_xoshiro_next(g->s);
 }
 
 static uint64_t below(struct rxp_gen *g, uint64_t n)
@@ -106,7 +94,6 @@ static uint32_t get32(const uint8_t *p)
 struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg)
 {
 	struct rxp_gen *g;
-	uint64_t x;
 
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -131,14 +118,7 @@ struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg)
 	}
 	if (g->cfg.ipv6_pct && g->cfg.mtu < 1280)
 		g->cfg.mtu = 1280; /* IPv6's minimum link MTU */
-	x = cfg->seed;
-	for (int i = 0; i < 4; i++) { /* splitmix64 */
-		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-		g->s[i] = z ^ (z >> 31);
-	}
+	rxp_xoshiro_seed(g->s, cfg->seed);
 	g->ip_id = (uint16_t)rnd(g);
 	g->ip6_id = (uint32_t)rnd(g);
 	return g;

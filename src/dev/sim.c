@@ -17,6 +17,7 @@
 #include "rxpath/compiler.h"
 #include "rxpath/pool.h"
 #include "rxpath/sim.h"
+#include "buf/rng.h"
 
 struct simq {
 	struct rxp_rxring *ring;
@@ -40,15 +41,6 @@ struct sim {
 	uint32_t zl_thresh; /* zero_len_rate scaled to 2^32 */
 	struct simq *q[];
 };
-
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static struct rxp_src *open_src(struct sim *s)
 {
@@ -80,7 +72,7 @@ static uint32_t zl_mask(struct sim *s, struct simq *sq, uint32_t len)
 		return 0;
 	nb = rxp_rxring_bufs_for(sq->ring, len);
 	for (unsigned k = 0; k <= nb && k < 32; k++)
-		if ((uint32_t)splitmix(&sq->s) < s->zl_thresh)
+		if ((uint32_t)rxp_splitmix64(&sq->s) < s->zl_thresh)
 			m |= 1u << k;
 	return m;
 }

@@ -268,6 +268,16 @@ static void frag_drop(struct rxp_defrag_table *t, struct rxp_pkt *pkt, enum rxp_
 	rxp_pkt_drop(pkt, r);
 }
 
+/* A fragment refused for want of memory or of a queue: counted as a
+ * failed reassembly and a memory drop. Consumes pkt. */
+static __attribute__((cold)) void mem_refuse(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
+					     enum rxp_drop_reason r)
+{
+	t->c.ReasmFails++;
+	t->c.mem_drops++;
+	frag_drop(t, pkt, r);
+}
+
 struct drain_arg {
 	struct rxp_defrag_table *t;
 	enum rxp_drop_reason r;
@@ -612,11 +622,9 @@ insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *p
 	case DFR_NOMEM:
 		/* No run node: refused like a fragment over the memory cap;
 		 * a queue this fragment created goes with it. */
-		t->c.ReasmFails++;
-		t->c.mem_drops++;
 		if (!q->nfrags)
 			queue_free(t, q, q->hash);
-		frag_drop(t, pkt, RXP_DROP_NOMEM);
+		mem_refuse(t, pkt, RXP_DROP_NOMEM);
 		return;
 	default: /* DFR_TOO_MANY */
 		t->c.ReasmFails++;
@@ -700,11 +708,9 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	}
 	if (t->cfg.pressure == RXP_DEFRAG_PRESSURE_LINUX) {
 		if (t->c.mem > t->cfg.mem_limit || (!q && !has_free(t))) {
-			t->c.ReasmFails++;
-			t->c.mem_drops++;
-			frag_drop(t, pkt,
-				  q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
-						   : RXP_DROP_FRAG_QUEUE_LIMIT);
+			mem_refuse(t, pkt,
+				   q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
+						    : RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
 	} else if (rxp_unlikely(t->c.mem + tsize + (q ? 0 : qcharge(t)) > t->cfg.mem_limit ||
@@ -722,17 +728,13 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		/* A fragment that completes its datagram leaves the table at
 		 * once with its queue, so it is always let in. */
 		if (!completes && !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
-			t->c.ReasmFails++;
-			t->c.mem_drops++;
-			frag_drop(t, pkt,
-				  q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
-						   : RXP_DROP_FRAG_QUEUE_LIMIT);
+			mem_refuse(t, pkt,
+				   q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
+						    : RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
 		if (!q && !has_free(t)) {
-			t->c.ReasmFails++;
-			t->c.mem_drops++;
-			frag_drop(t, pkt, RXP_DROP_FRAG_QUEUE_LIMIT);
+			mem_refuse(t, pkt, RXP_DROP_FRAG_QUEUE_LIMIT);
 			return NULL;
 		}
 	}

@@ -442,11 +442,6 @@ int rxp_ip_fragment(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table *id
 	}
 	rxp_pkt_consume(pkt);
 	rc = (int)q.len;
-	if (out->tail)
-		out->tail->next = q.head;
-	else
-		out->head = q.head;
-	out->tail = q.tail;
-	out->len += q.len;
+	rxp_pkt_queue_splice(out, &q);
 	return rc;
 }

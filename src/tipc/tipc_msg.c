@@ -333,6 +333,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	uint32_t chunk, off, total, prevnode, destnode, w0;
 	struct frag_ctx fc = {0};
 	unsigned imp, no = 1;
+	int rc;
 
 	if (mtu <= RXP_TIPC_INT_H_SIZE + 4 || mtu > 65535 || rxp_tipc_validate_pkt(msg)) {
 		rxp_pkt_drop(msg, RXP_DROP_TIPC_HDR);
@@ -388,12 +389,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	}
 	frag_ctx_done(&fc);
 	rxp_pkt_consume(msg);
-	/* Splice q onto out (all or nothing reaches out). */
-	if (out->tail)
-		out->tail->next = q.head;
-	else
-		out->head = q.head;
-	out->tail = q.tail;
-	out->len += q.len;
-	return (int)q.len;
+	rc = (int)q.len;
+	rxp_pkt_queue_splice(out, &q); /* all or nothing reaches out */
+	return rc;
 }

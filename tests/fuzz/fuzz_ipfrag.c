@@ -14,31 +14,16 @@
 #include "rxpath/ip_output.h"
 #include "rxpath/ipid.h"
 #include "rxpath/pkt.h"
+#include "rxptest.h"
 
 static struct rxp_pktpool *pp;
 static struct rxp_ipid_table *ids;
-static long pages_out;
-
-static void page_release(struct rxp_page *pg)
-{
-	pages_out--;
-	free(pg);
-}
-
+/* A page holding a copy of data (the test library counts what is out). */
 static struct rxp_page *page_new(const uint8_t *data, uint32_t size)
 {
-	struct rxp_page *pg = malloc(sizeof(*pg) + size);
+	struct rxp_page *pg = rxpt_page_new(size);
 
-	if (!pg)
-		abort();
-	atomic_init(&pg->refcnt, 1);
-	pg->size = size;
-	pg->addr = (uint8_t *)(pg + 1);
-	pg->release = page_release;
-	pg->owner = NULL;
-	pg->priv = 0;
 	memcpy(pg->addr, data, size);
-	pages_out++;
 	return pg;
 }
 
@@ -91,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		rxp_pkt_consume(f);
 	}
-	if (rxp_pktpool_pkts_outstanding(pp) || rxp_pktpool_bufs_outstanding(pp) || pages_out)
+	if (rxp_pktpool_pkts_outstanding(pp) || rxp_pktpool_bufs_outstanding(pp) ||
+	    rxpt_pages_outstanding())
 		abort();
 	return 0;
 }

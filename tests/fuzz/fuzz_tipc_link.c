@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "rxpath/tipc.h"
+#include "rxptest.h"
 
 static struct rxp_pktpool *pp;
 
@@ -25,21 +26,11 @@ static void sink(void *arg, struct rxp_pkt *pkt)
 	rxp_pkt_consume(pkt);
 }
 
-static void page_release(struct rxp_page *pg)
-{
-	free(pg);
-}
-
+/* A page of n bytes, a copy of d unless d is NULL. */
 static struct rxp_page *page_new(const uint8_t *d, uint32_t n)
 {
-	struct rxp_page *pg = malloc(sizeof(*pg) + n);
+	struct rxp_page *pg = rxpt_page_new(n);
 
-	pg->refcnt = 1;
-	pg->size = n;
-	pg->addr = (uint8_t *)(pg + 1);
-	pg->release = page_release;
-	pg->owner = NULL;
-	pg->priv = 0;
 	if (d)
 		memcpy(pg->addr, d, n);
 	return pg;

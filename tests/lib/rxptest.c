@@ -5,38 +5,16 @@
 #include <time.h>
 
 #include "rxptest.h"
-
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
+#include "buf/rng.h"
 
 void rxpt_rng_seed(struct rxpt_rng *r, uint64_t seed)
 {
-	for (int i = 0; i < 4; i++)
-		r->s[i] = splitmix(&seed);
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
+	rxp_xoshiro_seed(r->s, seed);
 }
 
 uint64_t rxpt_rng_next(struct rxpt_rng *r)
 {
-	uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return res;
+	return rxp_xoshiro_next(r->s);
 }
 
 uint64_t rxpt_rng_below(struct rxpt_rng *r, uint64_t n)
