@@ -135,42 +135,39 @@ struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const ch
 	return alloc_headroom(pp, size, pp->headroom, file, line);
 }
 
+/* A refused build: the page references passed in go (frag_page may be
+ * NULL), the reason is counted. Out of line so the fast paths need no saved
+ * registers for it. */
+__attribute__((noinline, cold)) static struct rxp_pkt *build_fail(struct rxp_pktpool *pp,
+								  struct rxp_page *page,
+								  struct rxp_page *frag_page,
+								  enum rxp_drop_reason r, int err)
+{
+	rxp_page_put(page);
+	if (frag_page)
+		rxp_page_put(frag_page);
+	rxp_pktpool_count_drop(pp, r, 1);
+	errno = err;
+	return NULL;
+}
+
 struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
 			      uint32_t buf_size, uint32_t data_off, uint32_t len)
 {
 	struct rxp_pkt *pkt;
 
-	if ((uint64_t)buf_off + buf_size > page->size || (uint64_t)data_off + len > buf_size) {
-		rxp_page_put(page);
-		rxp_pktpool_count_drop(pp, RXP_DROP_RX_BAD_DESC, 1);
-		errno = EINVAL;
-		return NULL;
-	}
+	if (rxp_unlikely((uint64_t)buf_off + buf_size > page->size ||
+			 (uint64_t)data_off + len > buf_size))
+		return build_fail(pp, page, NULL, RXP_DROP_RX_BAD_DESC, EINVAL);
 	pkt = meta_get(pp, __FILE__, __LINE__);
-	if (rxp_unlikely(!pkt)) {
-		rxp_page_put(page);
-		rxp_pktpool_count_drop(pp, RXP_DROP_NOMEM, 1);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (rxp_unlikely(!pkt))
+		return build_fail(pp, page, NULL, RXP_DROP_NOMEM, ENOMEM);
 	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
 	pkt->tail += len;
 	pkt->len = len;
 	pkt->flags = RXP_PKT_F_RINGBUF;
 	pkt->truesize = RXP_PKT_META_TRUESIZE + buf_size;
 	return pkt;
-}
-
-/* Out of line so the fast path needs no saved registers for it. */
-__attribute__((noinline, cold)) static struct rxp_pkt *
-build_frag_fail(struct rxp_pktpool *pp, struct rxp_page *page, struct rxp_page *pg,
-		enum rxp_drop_reason r, int err)
-{
-	rxp_page_put(page);
-	rxp_page_put(pg);
-	rxp_pktpool_count_drop(pp, r, 1);
-	errno = err;
-	return NULL;
 }
 
 struct rxp_pkt *rxp_pkt_build_frag(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
@@ -182,10 +179,10 @@ struct rxp_pkt *rxp_pkt_build_frag(struct rxp_pktpool *pp, struct rxp_page *page
 	if (rxp_unlikely((uint64_t)buf_off + buf_size > page->size ||
 			 (uint64_t)data_off + len > buf_size || !size ||
 			 (uint64_t)off + size > pg->size || (uint64_t)len + size > UINT32_MAX))
-		return build_frag_fail(pp, page, pg, RXP_DROP_RX_BAD_DESC, EINVAL);
+		return build_fail(pp, page, pg, RXP_DROP_RX_BAD_DESC, EINVAL);
 	pkt = meta_get(pp, __FILE__, __LINE__);
 	if (rxp_unlikely(!pkt))
-		return build_frag_fail(pp, page, pg, RXP_DROP_NOMEM, ENOMEM);
+		return build_fail(pp, page, pg, RXP_DROP_NOMEM, ENOMEM);
 	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
 	pkt->tail += len;
 	pkt->len = len + size;
