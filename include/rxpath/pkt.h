@@ -78,6 +78,8 @@ struct rxp_pkt {
 	struct rxp_pktpool *pool;
 	struct rxp_pkt *frag_list;
 	struct rxp_pkt *frag_tail;
+	uint32_t head_off; /* head - head_page->addr: a frag offset without
+			    * reading the page header */
 	/* The owning layer's scratch. Not cleared when a packet is made (nor
 	 * frags[] past nr_frags): a layer writes the cb bytes it reads. */
 	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE];

@@ -100,11 +100,15 @@ static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file,
 	return pkt;
 }
 
-static void set_head(struct rxp_pkt *pkt, struct rxp_page *pg, uint8_t *head, uint32_t size,
+/* The head is [pg->addr + off, + size), data and tail at data_off in it. */
+static void set_head(struct rxp_pkt *pkt, struct rxp_page *pg, uint32_t off, uint32_t size,
 		     uint32_t data_off)
 {
+	uint8_t *head = pg->addr + off;
+
 	pkt->head_page = pg;
 	pkt->head = head;
+	pkt->head_off = off;
 	pkt->end = head + size;
 	pkt->data = pkt->tail = head + data_off;
 }
@@ -125,7 +129,7 @@ static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uin
 		rxp_pool_put(pp->meta, pkt);
 		return NULL;
 	}
-	set_head(pkt, pg, pg->addr, pg->size, headroom);
+	set_head(pkt, pg, 0, pg->size, headroom);
 	pkt->truesize = RXP_PKT_META_TRUESIZE + pktpool_buf_truesize(pg);
 	return pkt;
 }
@@ -162,7 +166,7 @@ struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uin
 	pkt = meta_get(pp, __FILE__, __LINE__);
 	if (rxp_unlikely(!pkt))
 		return build_fail(pp, page, NULL, RXP_DROP_NOMEM, ENOMEM);
-	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
+	set_head(pkt, page, buf_off, buf_size, data_off);
 	pkt->tail += len;
 	pkt->len = len;
 	pkt->flags = RXP_PKT_F_RINGBUF;
@@ -183,7 +187,7 @@ struct rxp_pkt *rxp_pkt_build_frag(struct rxp_pktpool *pp, struct rxp_page *page
 	pkt = meta_get(pp, __FILE__, __LINE__);
 	if (rxp_unlikely(!pkt))
 		return build_fail(pp, page, pg, RXP_DROP_NOMEM, ENOMEM);
-	set_head(pkt, page, page->addr + buf_off, buf_size, data_off);
+	set_head(pkt, page, buf_off, buf_size, data_off);
 	pkt->tail += len;
 	pkt->len = len + size;
 	pkt->data_len = size;
@@ -387,7 +391,7 @@ static int expand_head(struct rxp_pkt *pkt, uint32_t extra)
 	memcpy(pg->addr + hr, pkt->data, hl);
 	pkt->truesize = pkt->truesize - (uint32_t)(pkt->end - pkt->head) + pg->size;
 	rxp_page_put(pkt->head_page);
-	set_head(pkt, pg, pg->addr, pg->size, hr);
+	set_head(pkt, pg, 0, pg->size, hr);
 	pkt->tail += hl;
 	pkt->flags &= (uint8_t)~RXP_PKT_F_CLONED;
 	return 0;

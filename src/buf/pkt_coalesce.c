@@ -57,7 +57,7 @@ static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *ho
 		struct rxp_frag *f = &t->frags[t->nr_frags++];
 
 		f->page = from->head_page;
-		f->off = (uint32_t)(from->data - from->head_page->addr);
+		f->off = from->head_off + (uint32_t)(from->data - from->head);
 		f->size = hl;
 	} else {
 		rxp_page_put(from->head_page);
@@ -102,54 +102,15 @@ enum rxp_coalesce rxp_pkt_try_coalesce(struct rxp_pkt *to, struct rxp_pkt *from)
 	return how;
 }
 
-enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
-					     struct rxp_page_batch *pb)
+/* Everything but try_coalesce_batch's fast path: merge into to (or its last
+ * frag_list member), else chain. Out of line, so that the fast path is a
+ * small function. Consumes from. */
+static __attribute__((noinline)) enum rxp_coalesce coalesce_general(struct rxp_pkt *to,
+								    struct rxp_pkt *from)
 {
 	struct rxp_pkt *t = to->frag_list ? to->frag_tail : to;
 	enum rxp_coalesce how;
 
-	/*
-	 * The case every reassembler hits per fragment: from is a fragment
-	 * whose header was pulled (nothing linear left, one page frag), t is
-	 * private and non-linear (so no tailroom to copy into) with a free
-	 * frag slot. merge() would steal the same way; this is it without
-	 * the general bookkeeping: one frag moved, from's head reference
-	 * dropped, from's metadata freed (it holds nothing else).
-	 */
-	if (rxp_likely(from->data == from->tail && from->nr_frags == 1 && !from->frag_list &&
-		       t->data_len && !t->frag_list && !rxp_pkt_cloned(t))) {
-		/* t is non-linear without a frag_list: it has a last frag. */
-		struct rxp_frag *last = &t->frags[t->nr_frags - 1];
-		const struct rxp_frag *ff = &from->frags[0];
-		uint32_t len = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
-		unsigned tid;
-
-		if (last->page == ff->page && last->off + last->size == ff->off) {
-			/* The next slice of the same buffer: one frag grows
-			 * (as skb_can_coalesce), from's reference goes. */
-			last->size += ff->size;
-			rxp_page_batch_add(pb, ff->page);
-		} else if (t->nr_frags < RXP_MAX_FRAGS) {
-			t->frags[t->nr_frags++] = *ff;
-		} else {
-			goto general;
-		}
-		tid = rxp_thread_id();
-		t->len += len;
-		t->data_len += len;
-		t->truesize += ts;
-		if (t != to) {
-			to->len += len;
-			to->data_len += len;
-			to->truesize += ts;
-		}
-		if (from->head_page)
-			rxp_page_batch_add(pb, from->head_page);
-		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
-		rxp_pool_put(from->pool->meta, from);
-		return RXP_COALESCE_STOLEN;
-	}
-general:
 	if (!to->frag_list) {
 		if (merge(to, from, &how))
 			return how;
@@ -165,4 +126,65 @@ general:
 	}
 	rxp_pkt_chain(to, from);
 	return RXP_COALESCE_CHAINED;
+}
+
+enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
+					     struct rxp_page_batch *pb)
+{
+	struct rxp_pkt *t = to->frag_list ? to->frag_tail : to;
+
+	/*
+	 * The cases every reassembler hits per fragment: from is one piece of
+	 * data, either a fragment whose header was pulled (nothing linear
+	 * left, one page frag) or a linear packet (an IP fragment with its
+	 * header pulled), and t is private, too full to take a copy, with a
+	 * free frag slot. merge() would steal the same way; this is it
+	 * without the general bookkeeping: one frag moved (or the last one
+	 * grown), from's metadata freed. Reading no page header: the offset
+	 * of a linear part comes from head_off.
+	 */
+	if (rxp_likely(!from->frag_list && !t->frag_list && !rxp_pkt_cloned(t) &&
+		       from->len > rxp_pkt_tailroom(t))) {
+		struct rxp_page *pg, *extra = NULL;
+		uint32_t off, size = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
+		unsigned tid;
+
+		if (from->data == from->tail && from->nr_frags == 1) {
+			pg = from->frags[0].page;
+			off = from->frags[0].off;
+			extra = from->head_page;
+		} else if (!from->nr_frags && from->data != from->tail) {
+			pg = from->head_page;
+			off = from->head_off + (uint32_t)(from->data - from->head);
+		} else {
+			goto general;
+		}
+		if (t->nr_frags && t->frags[t->nr_frags - 1].page == pg &&
+		    t->frags[t->nr_frags - 1].off + t->frags[t->nr_frags - 1].size == off) {
+			/* The next slice of the same buffer: one frag grows
+			 * (as skb_can_coalesce), from's reference goes. */
+			t->frags[t->nr_frags - 1].size += size;
+			rxp_page_batch_add(pb, pg);
+		} else if (t->nr_frags < RXP_MAX_FRAGS) {
+			t->frags[t->nr_frags++] = (struct rxp_frag){pg, off, size};
+		} else {
+			goto general;
+		}
+		tid = rxp_thread_id();
+		t->len += size;
+		t->data_len += size;
+		t->truesize += ts;
+		if (t != to) {
+			to->len += size;
+			to->data_len += size;
+			to->truesize += ts;
+		}
+		if (extra)
+			rxp_page_batch_add(pb, extra);
+		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
+		rxp_pool_put(from->pool->meta, from);
+		return RXP_COALESCE_STOLEN;
+	}
+general:
+	return coalesce_general(to, from);
 }

@@ -351,13 +351,21 @@ struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 		}
 		return NULL;
 	}
-	for (p = rest; p; p = pn) {
-		pn = p->next;
-		p->next = NULL;
-		if (t->cfg.forward)
+	if (t->cfg.forward) {
+		for (p = rest; p; p = pn) {
+			pn = p->next;
+			p->next = NULL;
 			rxp_pkt_chain(head, p);
-		else
-			rxp_pkt_try_coalesce(head, p);
+		}
+	} else {
+		struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
+
+		for (p = rest; p; p = pn) {
+			pn = p->next;
+			p->next = NULL;
+			rxp_pkt_try_coalesce_batch(head, p, &pb);
+		}
+		rxp_page_batch_flush(&pb);
 	}
 	return head;
 }

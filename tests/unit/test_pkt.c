@@ -341,6 +341,51 @@ static void test_coalesce_cloned_from(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* The fast path for a linear from (an IP fragment with its header pulled):
+ * its head becomes one of to's frags at head_off + (data - head), and a
+ * slice that continues to's last frag in the same buffer grows that frag
+ * instead, its reference dropped. */
+static void test_coalesce_linear_slices(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_page *pg = rxpt_page_new(4096);
+	struct rxp_pkt *to = mkpkt(pp, 1900, 5), *a, *b; /* no room to copy */
+	uint32_t ts;
+
+	for (uint32_t i = 0; i < 4096; i++)
+		pg->addr[i] = (uint8_t)(5 + (1900 + i - 120) * 131u);
+	/* a: bytes [120, 600) of pg after a 20-byte pull; b: [600, 900) from
+	 * a head that starts 600 bytes into pg */
+	rxp_page_get(pg);
+	a = rxp_pkt_build(pp, pg, 0, 600, 100, 500);
+	b = rxp_pkt_build(pp, pg, 600, 1000, 0, 300);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(rxp_pkt_pull(a, 20));
+	assert_int_equal(b->head_off, 600);
+
+	ts = to->truesize;
+	assert_int_equal(rxp_pkt_try_coalesce(to, a), RXP_COALESCE_STOLEN);
+	assert_int_equal(to->nr_frags, 1);
+	assert_ptr_equal(to->frags[0].page, pg);
+	assert_int_equal(to->frags[0].off, 120);
+	assert_int_equal(to->frags[0].size, 480);
+	assert_int_equal(to->truesize, ts + 600);
+	assert_int_equal(rxp_page_refcount(pg), 2);
+
+	assert_int_equal(rxp_pkt_try_coalesce(to, b), RXP_COALESCE_STOLEN);
+	assert_int_equal(to->nr_frags, 1);
+	assert_int_equal(to->frags[0].size, 780);
+	assert_int_equal(to->len, 2680);
+	assert_int_equal(to->data_len, 780);
+	assert_int_equal(to->truesize, ts + 1600);
+	assert_int_equal(rxp_page_refcount(pg), 1);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	check_bytes(to, 5, 0);
+	rxp_pkt_consume(to);
+	rxpt_pktpool_teardown(pp);
+}
+
 static void test_build_and_drop_counts(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
@@ -469,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_add_frag_limits),
 		cmocka_unit_test(test_coalesce),
 		cmocka_unit_test(test_coalesce_cloned_from),
+		cmocka_unit_test(test_coalesce_linear_slices),
 		cmocka_unit_test(test_build_and_drop_counts),
 		cmocka_unit_test(test_exhaustion),
 		cmocka_unit_test(test_queue),
