@@ -38,17 +38,21 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
 	return (struct dfr_cb *)(void *)p->cb;
 }
 
-/* A run of contiguous fragments (strict mode): a node of the queue's
- * red-black tree, keyed by off. Its fragments are linked backwards through
- * pkt->next from tail to head (head->next is NULL), so appending writes only
- * the new fragment. Nodes live in the table (dfr_run_get), one cache line
- * each, not in the fragments: finding and placing a fragment reads the
- * queue and a few nodes, never another fragment's metadata, which with many
- * datagrams in flight is long out of cache. For the queue's last run, end
- * and tail are kept in the queue (tail_end, tail) and written back when the
- * run is closed. The queue's first run gets its node (and the tree its
- * first entry) only when a second run or a descent needs it: until then
- * it starts at q->first_off and its head is q->pf[0]. */
+/* A run of contiguous fragments (strict mode). Its fragments are linked
+ * backwards through pkt->next from tail to head (head->next is NULL), so
+ * appending writes only the new fragment. Runs are kept in the queue, never
+ * in the fragments: finding and placing a fragment reads the queue (and with
+ * many runs a few nodes), never another fragment's metadata, which with
+ * many datagrams in flight is long out of cache. For the queue's last run,
+ * end and tail are kept in the queue (tail_end, tail) and written back when
+ * the run is closed or the runs are searched. Three forms, by the number of
+ * runs:
+ *   - one run, not recorded: it starts at q->first_off, its head is
+ *     q->pf[0] (a datagram that arrives in order never leaves this form);
+ *   - up to DFR_SMALL_RUNS: arrays in the queue (q->soff, q->send,
+ *     q->stail), sorted by offset, searched by a scan of one cache line;
+ *   - more: a red-black tree of struct dfr_run nodes keyed by off, nodes
+ *     from the table (dfr_run_get), one cache line each. */
 struct dfr_run {
 	uint32_t off, end;
 	RB_ENTRY(dfr_run) rb;
@@ -96,10 +100,10 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
  * fragment read and write the first three cache lines (bucket chain, hash,
  * key, the per-fragment state, and the prefetch hints); line 3 when a queue
  * is created, freed or restarted, in policy mode, and for each IPv4
- * fragment while max_dist is on (peer and rid); the run nodes after it by
- * fragments out of order. Queues are cache-line aligned in the table's
- * array. */
-#define DFR_INL_RUNS 4u
+ * fragment while max_dist is on (peer and rid); lines 4 and 5 (the small
+ * run arrays) by fragments out of order. Queues are cache-line aligned in
+ * the table's array. */
+#define DFR_SMALL_RUNS 8u
 struct dfr_queue {
 	/* Line 0: lookup. */
 	struct dfr_queue *hnext;
@@ -112,18 +116,18 @@ struct dfr_queue {
 	/* Line 1: per accepted fragment. */
 	uint64_t expires;
 	struct rxp_pkt *tail; /* strict: last fragment of the last run */
-	struct dfr_tree runs; /* strict */
+	struct dfr_tree runs; /* strict, tree form */
 	uint32_t last_seq; /* table fragment count at the last accept (mod 2^32) */
-	uint32_t first_off; /* strict: where the first run starts */
+	uint32_t first_off; /* strict: where the first run starts (one run) */
 	uint64_t mem;
 	uint32_t tail_end; /* strict: where tail ends, and so the last run;
 				    * kept here so that appending in order
 				    * touches no older fragment's cb */
 	uint32_t len, meat;
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
-	uint8_t inl_used; /* strict: bitmap of inl[] nodes in the tree */
+	uint8_t nsmall; /* strict: runs in the small arrays (0: not that form) */
 	uint8_t spare;
-	struct dfr_run *last_run; /* strict; NULL while the first run has no node */
+	struct dfr_run *last_run; /* strict: the last run's node in tree form */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs. A hint only. */
@@ -139,16 +143,20 @@ struct dfr_queue {
 	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	bool in_use;
-	/* Lines 4-7: the first runs' nodes, so that a fragment out of order
-	 * finds its place in lines the lookup asks for at once, not behind a
-	 * chain of pointers to nodes elsewhere; more runs take table nodes. */
-	struct dfr_run inl[DFR_INL_RUNS];
+	/* Lines 4-5: strict, small form: runs [soff, send) sorted by offset,
+	 * and their tails (the last run's end and tail are tail_end and
+	 * tail, copied here when read). Not cleared: nsmall says what is
+	 * valid. */
+	_Alignas(64) uint32_t soff[DFR_SMALL_RUNS];
+	uint32_t send[DFR_SMALL_RUNS];
+	struct rxp_pkt *stail[DFR_SMALL_RUNS];
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 1 starts at expires");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 2 starts at pf");
 _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 3 starts at tq");
-_Static_assert(offsetof(struct dfr_queue, inl) == 256, "dfr_queue run nodes start at line 4");
-#define DFR_QUEUE_HOT offsetof(struct dfr_queue, inl) /* what queue_new clears */
+_Static_assert(offsetof(struct dfr_queue, soff) == 256, "dfr_queue small runs start at line 4");
+_Static_assert(sizeof(struct dfr_queue) == 384, "dfr_queue is six cache lines");
+#define DFR_QUEUE_HOT offsetof(struct dfr_queue, soff) /* what queue_new clears */
 #define DFR_PF 8u
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);

@@ -1,23 +1,24 @@
 /*
  * Fragment storage inside one reassembly queue, and building the datagram.
  *
- * Strict mode keeps a red-black tree of runs (Linux's layout): each tree
- * node is a run of contiguous fragments. A fragment that starts where the
- * last fragment ended is appended to the last run in O(1); one after a gap
- * starts a new rightmost run; anything else is placed by a descent that
+ * Strict mode keeps runs, as Linux does (a red-black tree of runs): each
+ * run is a stretch of contiguous fragments. A fragment that starts where
+ * the last fragment ended is appended to the last run in O(1); one after a
+ * gap starts a new rightmost run; anything else is placed by a search that
  * also finds a duplicate (wholly inside a run) or an overlap (anything else
- * that touches a run), and becomes a run of its own. Runs never overlap, so
- * the descent is O(log runs). As in Linux, only the last run grows, and
- * runs are never joined: whether a fragment is a duplicate or an overlap
- * depends on the run boundaries, and strict mode must judge as Linux does.
- * The one exception cannot be seen: a fragment that completes its datagram
- * joins the run before or after it, since no fragment comes after it to
- * meet the boundary.
+ * that touches a run), and becomes a run of its own. Runs never overlap.
+ * As in Linux, only the last run grows, and runs are never joined: whether
+ * a fragment is a duplicate or an overlap depends on the run boundaries,
+ * and strict mode must judge as Linux does. The one exception cannot be
+ * seen: a fragment that completes its datagram joins the run before (or,
+ * in tree form, after) it, since no fragment comes after it to meet the
+ * boundary.
  *
- * Run nodes are table memory (struct dfr_run), not the fragments' cb: see
- * defrag_internal.h. A run's fragments are linked backwards through
- * pkt->next, from its tail to its head; run_list() turns a run into a
- * forward list.
+ * Runs are queue memory (up to DFR_SMALL_RUNS, in arrays searched by a
+ * scan) or, past that, table memory (struct dfr_run nodes in a tree,
+ * searched in O(log runs)): see defrag_internal.h. A run's fragments are
+ * linked backwards through pkt->next, from its tail to its head;
+ * list_from_tail() turns a run into a forward list.
  *
  * Policy mode keeps fragments unmerged in arrival order and a bitmap of the
  * 8-byte blocks received (offsets are multiples of 8 and so is every end
@@ -61,25 +62,17 @@ int dfr_runs_init(struct rxp_defrag_table *t)
 	return 0;
 }
 
-/* One of the queue's own nodes, else one from the table's free stack (most
- * recently freed first, so likely still in cache); NULL when none is left. */
-static inline struct dfr_run *run_get(struct rxp_defrag_table *t, struct dfr_queue *q)
+/* A node from the table's free stack (most recently freed first, so likely
+ * still in cache); NULL when none is left. */
+static inline struct dfr_run *run_get(struct rxp_defrag_table *t)
 {
-	if (q->inl_used != (1u << DFR_INL_RUNS) - 1) {
-		unsigned i = (unsigned)__builtin_ctz(~(unsigned)q->inl_used);
-
-		q->inl_used |= (uint8_t)(1u << i);
-		return &q->inl[i];
-	}
 	if (rxp_unlikely(!t->nrunfree))
 		return NULL;
 	return t->runfree[--t->nrunfree];
 }
 
-static inline void run_put(struct rxp_defrag_table *t, struct dfr_queue *q, struct dfr_run *n)
+static inline void run_put(struct rxp_defrag_table *t, struct dfr_run *n)
 {
-	if (n >= q->inl && n < q->inl + DFR_INL_RUNS)
-		return; /* the caller clears q->inl_used */
 	t->runfree[t->nrunfree++] = n; /* the stack has room for every node */
 }
 
@@ -92,15 +85,138 @@ void dfr_runs_fini(struct rxp_defrag_table *t)
 	t->nrunfree = t->runcap = 0;
 }
 
-/* A new run of pkt alone, [off, end), in the tree. */
-static void run_new(struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt *pkt, uint32_t off,
-		    uint32_t end)
+/* The head of the run whose tail is p: its fragments are linked backwards. */
+static struct rxp_pkt *run_head(struct rxp_pkt *p)
 {
-	n->off = off;
-	n->end = end;
-	n->head = n->tail = pkt;
+	while (p->next)
+		p = p->next;
+	return p;
+}
+
+/* Small form to tree form, when a run beyond DFR_SMALL_RUNS is needed: a
+ * node per run. DFR_NOMEM (nothing changed) when the table has too few. */
+static __attribute__((noinline, cold)) int small_to_tree(struct rxp_defrag_table *t,
+							 struct dfr_queue *q)
+{
+	unsigned last = q->nsmall - 1u;
+
+	if (t->nrunfree < q->nsmall)
+		return DFR_NOMEM;
+	q->send[last] = q->tail_end;
+	q->stail[last] = q->tail;
+	for (unsigned i = 0; i <= last; i++) {
+		struct dfr_run *n = run_get(t);
+
+		n->off = q->soff[i];
+		n->end = q->send[i];
+		n->tail = q->stail[i];
+		n->head = run_head(n->tail);
+		RB_INSERT(dfr_tree, &q->runs, n);
+		q->last_run = n;
+	}
+	q->nsmall = 0;
+	return DFR_OK;
+}
+
+/* The first run, recorded: the small form with one run. */
+static void small_start(struct dfr_queue *q)
+{
+	q->soff[0] = q->first_off;
+	q->nsmall = 1;
+}
+
+/* Small form: place pkt, [off, end) with off < q->tail_end, among the runs.
+ * 1 when the small form has no room (the caller goes to the tree). */
+static int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+{
+	unsigned n = q->nsmall, i;
+
+	q->send[n - 1] = q->tail_end;
+	q->stail[n - 1] = q->tail;
+	for (i = 0; i < n; i++) {
+		if (end <= q->soff[i])
+			break;
+		if (off >= q->send[i])
+			continue;
+		return off >= q->soff[i] && end <= q->send[i] ? DFR_DUP : DFR_OVERLAP;
+	}
+	/* i > 0: run i - 1 ends at or before off; it is not the last run, as
+	 * off < tail_end. */
+	if (i && q->send[i - 1] == off && (q->flags & DFR_F_LAST) &&
+	    q->meat + (end - off) == q->len) {
+		/* pkt fills the last gap: the datagram completes now, so no
+		 * fragment will test the run boundary this would make, and
+		 * pkt can join the run before it. */
+		pkt->next = q->stail[i - 1];
+		q->stail[i - 1] = pkt;
+		q->send[i - 1] = end;
+		return DFR_OK;
+	}
+	if (n == DFR_SMALL_RUNS)
+		return -1;
+	memmove(&q->soff[i + 1], &q->soff[i], (n - i) * sizeof(q->soff[0]));
+	memmove(&q->send[i + 1], &q->send[i], (n - i) * sizeof(q->send[0]));
+	memmove(&q->stail[i + 1], &q->stail[i], (n - i) * sizeof(q->stail[0]));
+	q->soff[i] = off;
+	q->send[i] = end;
+	q->stail[i] = pkt;
 	pkt->next = NULL;
-	RB_INSERT(dfr_tree, &q->runs, n);
+	q->nsmall = (uint8_t)(n + 1);
+	return DFR_OK;
+}
+
+/* Tree form: place pkt, [off, end) with off < q->tail_end. */
+static int tree_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		       uint32_t off, uint32_t end)
+{
+	struct dfr_run *n, *nw, *pred = NULL, *succ = NULL;
+
+	q->last_run->end = q->tail_end;
+	q->last_run->tail = q->tail;
+	n = RB_ROOT(&q->runs);
+	while (n) {
+		if (end <= n->off) {
+			succ = n;
+			n = RB_LEFT(n, rb);
+		} else if (off >= n->end) {
+			pred = n;
+			n = RB_RIGHT(n, rb);
+		} else if (off >= n->off && end <= n->end) {
+			return DFR_DUP;
+		} else {
+			return DFR_OVERLAP;
+		}
+	}
+	if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
+		/* pkt fills the last gap: the datagram completes now, so no
+		 * fragment will test the run boundary this would make, and
+		 * pkt can join a neighbour run instead of costing a node and
+		 * a tree insert. The bytes before and after are accounted
+		 * for (meat), so the gap is exactly [off, end) with its
+		 * neighbours touching. */
+		if (pred && pred->end == off) {
+			pkt->next = pred->tail;
+			pred->tail = pkt;
+			pred->end = end;
+			return DFR_OK;
+		}
+		if (off == 0 && succ && succ->off == end) {
+			succ->head->next = pkt;
+			pkt->next = NULL;
+			succ->head = pkt;
+			succ->off = 0; /* still below every other run */
+			return DFR_OK;
+		}
+	}
+	nw = run_get(t);
+	if (!nw)
+		return DFR_NOMEM;
+	nw->off = off;
+	nw->end = end;
+	nw->head = nw->tail = pkt;
+	pkt->next = NULL;
+	RB_INSERT(dfr_tree, &q->runs, nw);
+	return DFR_OK;
 }
 
 /* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
@@ -109,7 +225,7 @@ static void run_new(struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt *pkt,
 int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 		    uint32_t off, uint32_t end)
 {
-	struct dfr_run *n, *nw, *pred = NULL, *succ = NULL;
+	int r;
 
 	if (rxp_likely(q->tail && q->tail_end == off)) {
 		/* The common case: in order, extend the last run (its end is
@@ -120,112 +236,83 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 		return DFR_OK;
 	}
 	if (!q->tail) {
-		/* The first fragment: the first run, without a node until
-		 * another run needs the tree (a datagram that arrives in
-		 * order never touches the node lines). Its head stays pf[0]. */
+		/* The first fragment: the first run, not recorded until
+		 * another run needs it. Its head stays pf[0]. */
 		pkt->next = NULL;
 		q->first_off = off;
 		q->tail = pkt;
 		q->tail_end = end;
 		return DFR_OK;
 	}
-	if (!q->last_run && off == 0 && end == q->first_off && (q->flags & DFR_F_LAST) &&
-	    q->meat + (end - off) == q->len) {
-		/* The first run is the only one and pkt is exactly what is
-		 * missing before it: the datagram completes now. Join the
-		 * run at its start instead of making a run of one: run
-		 * boundaries decide duplicate against overlap (as in Linux,
-		 * which would make a run of one), but no fragment will come
-		 * to see this one. */
-		q->pf[0]->next = pkt;
+	/* The small run arrays, asked for while the form is decided. */
+	__builtin_prefetch(&q->soff[0]);
+	__builtin_prefetch(&q->stail[0]);
+	if (!q->nsmall && !q->last_run) {
+		if (off == 0 && end == q->first_off && (q->flags & DFR_F_LAST) &&
+		    q->meat + (end - off) == q->len) {
+			/* The first run is the only one and pkt is exactly
+			 * what is missing before it: the datagram completes
+			 * now. Join the run at its start instead of making a
+			 * run of one: run boundaries decide duplicate against
+			 * overlap (as in Linux, which would make a run of
+			 * one), but no fragment will come to see this one. */
+			q->pf[0]->next = pkt;
+			pkt->next = NULL;
+			q->first_off = 0;
+			return DFR_OK;
+		}
+		small_start(q);
+	}
+	if (off > q->tail_end) {
+		/* After a gap past the end: a new last run (the old one is
+		 * closed). */
+		if (q->nsmall == DFR_SMALL_RUNS && (r = small_to_tree(t, q)) != DFR_OK)
+			return r;
+		if (q->nsmall) {
+			unsigned n = q->nsmall;
+
+			q->send[n - 1] = q->tail_end;
+			q->stail[n - 1] = q->tail;
+			q->soff[n] = off;
+			q->nsmall = (uint8_t)(n + 1);
+		} else {
+			struct dfr_run *nw = run_get(t);
+
+			if (!nw)
+				return DFR_NOMEM;
+			q->last_run->end = q->tail_end;
+			q->last_run->tail = q->tail;
+			nw->off = off;
+			nw->head = pkt;
+			RB_INSERT(dfr_tree, &q->runs, nw);
+			q->last_run = nw;
+		}
 		pkt->next = NULL;
-		q->first_off = 0;
+		q->tail = pkt;
+		q->tail_end = end;
 		return DFR_OK;
 	}
-	if (!q->last_run) {
-		nw = run_get(t, q);
-		if (!nw)
-			return DFR_NOMEM;
-		nw->off = q->first_off;
-		nw->head = q->pf[0];
-		RB_INSERT(dfr_tree, &q->runs, nw);
-		q->last_run = nw;
+	/* Somewhere before the end: a duplicate, an overlap or a new run in
+	 * a gap. */
+	if (q->nsmall) {
+		r = small_insert(q, pkt, off, end);
+		if (r >= 0)
+			return r;
+		/* Room for no more runs: the search found neither a
+		 * duplicate nor an overlap, so the tree's will not either. */
+		r = small_to_tree(t, q);
+		if (r != DFR_OK)
+			return r;
 	}
-	if (off < q->tail_end) {
-		/* Somewhere before the end: a duplicate, an overlap or a new
-		 * run in a gap. The last run's node must be current for the
-		 * descent. The queue's own nodes are asked for together, not
-		 * one after another down the tree. */
-		__builtin_prefetch(&q->inl[0]);
-		__builtin_prefetch(&q->inl[1]);
-		if (q->inl_used > 3) {
-			__builtin_prefetch(&q->inl[2]);
-			__builtin_prefetch(&q->inl[3]);
-		}
-		q->last_run->end = q->tail_end;
-		q->last_run->tail = q->tail;
-		n = RB_ROOT(&q->runs);
-		while (n) {
-			if (end <= n->off) {
-				succ = n;
-				n = RB_LEFT(n, rb);
-			} else if (off >= n->end) {
-				pred = n;
-				n = RB_RIGHT(n, rb);
-			} else if (off >= n->off && end <= n->end) {
-				return DFR_DUP;
-			} else {
-				return DFR_OVERLAP;
-			}
-		}
-		if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
-			/* pkt fills the last gap: the datagram completes now,
-			 * so no fragment will test the run boundary this would
-			 * make, and pkt can join a neighbour run instead of
-			 * costing a node and a tree insert. The bytes before
-			 * and after are accounted for (meat), so the gap is
-			 * exactly [off, end) with its neighbours touching. */
-			if (pred && pred->end == off) {
-				pkt->next = pred->tail;
-				pred->tail = pkt;
-				pred->end = end;
-				return DFR_OK;
-			}
-			if (off == 0 && succ && succ->off == end) {
-				succ->head->next = pkt;
-				pkt->next = NULL;
-				succ->head = pkt;
-				succ->off = 0; /* still below every other run */
-				return DFR_OK;
-			}
-		}
-		nw = run_get(t, q);
-		if (!nw)
-			return DFR_NOMEM;
-		run_new(q, nw, pkt, off, end);
-		return DFR_OK;
-	}
-	/* After a gap past the end: a new last run (the old one is closed). */
-	nw = run_get(t, q);
-	if (!nw)
-		return DFR_NOMEM;
-	q->last_run->end = q->tail_end;
-	q->last_run->tail = q->tail;
-	run_new(q, nw, pkt, off, end);
-	q->last_run = nw;
-	q->tail = pkt;
-	q->tail_end = end;
-	return DFR_OK;
+	return tree_insert(t, q, pkt, off, end);
 }
 
-/* The fragments of run n (NULL: the queue's first run while it has no node),
- * in offset order, linked forward through next and ending in NULL; *last
- * gets its last fragment. */
-static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_run *n, struct rxp_pkt **last)
+/* The fragments of the run whose tail is p, in offset order, linked forward
+ * through next and ending in NULL; *last gets its last fragment. */
+static struct rxp_pkt *list_from_tail(struct rxp_pkt *p, struct rxp_pkt **last)
 {
-	struct rxp_pkt *p, *prev, *list = NULL;
+	struct rxp_pkt *prev, *list = NULL;
 
-	p = n == q->last_run ? q->tail : n->tail;
 	*last = p;
 	while (p) {
 		/* Coalescing reads each fragment's page header next. */
@@ -236,6 +323,41 @@ static struct rxp_pkt *run_list(const struct dfr_queue *q, struct dfr_run *n, st
 		p = prev;
 	}
 	return list;
+}
+
+/* Every fragment of a strict queue, in offset order, as one forward list
+ * (NULL for none); the runs are gone and their nodes back in the table. */
+static struct rxp_pkt *runs_take_all(struct rxp_defrag_table *t, struct dfr_queue *q)
+{
+	struct rxp_pkt *rest = NULL, **link = &rest, *last;
+	struct dfr_run *n, *nx;
+
+	if (!q->tail) {
+		/* empty */
+	} else if (q->nsmall) {
+		unsigned k = q->nsmall - 1u;
+
+		q->stail[k] = q->tail;
+		for (unsigned i = 0; i <= k; i++) {
+			*link = list_from_tail(q->stail[i], &last);
+			link = &last->next;
+		}
+	} else if (!q->last_run) {
+		rest = list_from_tail(q->tail, &last);
+	} else {
+		q->last_run->tail = q->tail;
+		for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
+			nx = RB_NEXT(dfr_tree, &q->runs, n);
+			*link = list_from_tail(n->tail, &last);
+			link = &last->next;
+			run_put(t, n);
+		}
+	}
+	RB_INIT(&q->runs);
+	q->nsmall = 0;
+	q->tail = NULL;
+	q->last_run = NULL;
+	return rest;
 }
 
 /* Consumes pkt on DFR_OK; otherwise the caller keeps it. */
@@ -276,35 +398,18 @@ bool dfr_policy_complete(const struct dfr_queue *q)
 void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
 			      void (*fn)(void *, struct rxp_pkt *), void *arg)
 {
-	struct dfr_run *n, *nx;
-	struct rxp_pkt *p, *pn, *last;
+	struct rxp_pkt *p, *pn;
 
-	if (q->tail && !q->last_run) {
-		for (p = run_list(q, NULL, &last); p; p = pn) {
-			pn = p->next;
-			p->next = NULL;
-			fn(arg, p);
-		}
-	}
-	for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
-		nx = RB_NEXT(dfr_tree, &q->runs, n);
-		p = run_list(q, n, &last);
-		run_put(t, q, n);
-		for (; p; p = pn) {
-			pn = p->next;
-			p->next = NULL;
-			fn(arg, p);
-		}
+	for (p = runs_take_all(t, q); p; p = pn) {
+		pn = p->next;
+		p->next = NULL;
+		fn(arg, p);
 	}
 	for (p = q->arr_head; p; p = pn) {
 		pn = p->next;
 		p->next = NULL;
 		fn(arg, p);
 	}
-	RB_INIT(&q->runs);
-	q->inl_used = 0;
-	q->tail = NULL;
-	q->last_run = NULL;
 	q->arr_head = q->arr_tail = NULL;
 }
 
@@ -315,31 +420,12 @@ static void drop_nomem(void *arg, struct rxp_pkt *p)
 
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	struct dfr_run *n, *nx;
-	struct rxp_pkt *head = NULL, *p, *pn, *rest = NULL, **link = &rest, *last;
+	struct rxp_pkt *head, *p, *pn, *rest;
 
-	/* Every fragment, in order, on rest; the nodes go back as we pass.
-	 * One run (no node, or the queue's first node alone) needs no walk
-	 * of the tree. */
-	if (!q->last_run) {
-		rest = run_list(q, NULL, &last);
-	} else if (q->inl_used == 1) {
-		rest = run_list(q, &q->inl[0], &last);
-	} else {
-		for (n = RB_MIN(dfr_tree, &q->runs); n; n = nx) {
-			nx = RB_NEXT(dfr_tree, &q->runs, n);
-			*link = run_list(q, n, &last);
-			link = &last->next;
-			run_put(t, q, n);
-		}
-	}
-	head = rest;
+	/* Every fragment, in order; the nodes go back as we pass. */
+	head = runs_take_all(t, q);
 	rest = head->next;
 	head->next = NULL;
-	RB_INIT(&q->runs);
-	q->inl_used = 0;
-	q->tail = NULL;
-	q->last_run = NULL;
 
 	rxp_pkt_push(head, q->hdrlen);
 	head = rxp_pkt_unshare(head);

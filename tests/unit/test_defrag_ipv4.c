@@ -143,6 +143,69 @@ static void test_overlap_strict(void **state)
 	env_down(&e);
 }
 
+/* Fragment i of a 20 x 64-byte datagram. */
+static struct rxp_pkt *in64(struct env *e, const struct dt4 *d, const uint8_t *pl, unsigned i)
+{
+	return in4(e, d, pl, i * 64u, 64, i != 19, 0);
+}
+
+/* Runs move from the queue's small arrays (up to 8) to a tree of table
+ * nodes, once through each path that can need a ninth run: a fragment in
+ * a gap, and one after a gap past the end. Duplicates and overlaps are
+ * judged by the run boundaries in both forms. */
+static void test_run_forms(void **state)
+{
+	static const unsigned fill[] = {17, 15, 13, 11, 9, 7, 3};
+	struct env e;
+	uint8_t *pl = dt_payload(20 * 64, 9);
+	struct dt4 d = {.id = 80}, x = {.id = 81}, y = {.id = 82};
+	struct rxp_pkt *r;
+
+	env_up(&e, NULL);
+	/* d: the even fragments 0..14 make 8 runs; a duplicate of one; 5
+	 * falls in a gap and needs a ninth run: the tree. */
+	for (unsigned i = 0; i <= 14; i += 2)
+		assert_null(in64(&e, &d, pl, i));
+	assert_null(in64(&e, &d, pl, 4));
+	assert_int_equal(dt_ctr(e.t).duplicates, 1);
+	assert_null(in64(&e, &d, pl, 5));
+	assert_null(in4(&e, &d, pl, 16, 48, true, 0)); /* inside run 0: a duplicate */
+	assert_int_equal(dt_ctr(e.t).duplicates, 2);
+	assert_null(in64(&e, &d, pl, 16));
+	assert_null(in64(&e, &d, pl, 18));
+	assert_null(in64(&e, &d, pl, 19)); /* appended to the last run */
+	assert_null(in64(&e, &d, pl, 16));
+	assert_int_equal(dt_ctr(e.t).duplicates, 3);
+	for (unsigned i = 0; i < sizeof(fill) / sizeof(fill[0]); i++)
+		assert_null(in64(&e, &d, pl, fill[i]));
+	r = in64(&e, &d, pl, 1); /* the last gap */
+	assert_non_null(r);
+	check_hdr(r, 20 * 64);
+	dt_check_payload(r, 20, pl, 20 * 64);
+	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(e.t).ReasmOverlaps, 0);
+
+	/* x: an overlap across two runs of the small form */
+	for (unsigned i = 0; i <= 4; i += 2)
+		assert_null(in64(&e, &x, pl, i));
+	assert_null(in4(&e, &x, pl, 2 * 64 + 32, 64, true, 0));
+	assert_int_equal(dt_ctr(e.t).ReasmOverlaps, 1);
+	/* y: 10 runs after gaps (the tree from the ninth), then an overlap
+	 * of one fragment's end and a gap */
+	for (unsigned i = 0; i <= 18; i += 2)
+		assert_null(in64(&e, &y, pl, i));
+	assert_null(in4(&e, &y, pl, 4 * 64 + 32, 64, true, 0));
+
+	struct rxp_defrag_counters c = dt_ctr(e.t);
+	assert_int_equal(c.ReasmOverlaps, 2);
+	assert_int_equal(c.ReasmOKs, 1);
+	assert_int_equal(c.ReasmFails, 2);
+	assert_int_equal(c.queues, 0);
+	assert_int_equal(c.mem, 0);
+	free(pl);
+	env_down(&e);
+}
+
 static void test_conflicting_ends(void **state)
 {
 	struct env e;
@@ -572,6 +635,7 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_contained_differs_is_dup),
 		cmocka_unit_test(test_overlap_strict),
+		cmocka_unit_test(test_run_forms),
 		cmocka_unit_test(test_conflicting_ends),
 		cmocka_unit_test(test_mf_len_rounded),
 		cmocka_unit_test(test_too_big),
