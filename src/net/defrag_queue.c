@@ -126,8 +126,10 @@ static void small_start(struct dfr_queue *q)
 }
 
 /* Small form: place pkt, [off, end) with off < q->tail_end, among the runs.
- * 1 when the small form has no room (the caller goes to the tree). */
-static int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+ * -1 when the small form has no room (the caller goes to the tree). The
+ * shift of at most 7 entries stays a loop (GCC would make it memmove
+ * calls, each costing more than the whole move). */
+static RXP_NO_LOOP_TO_CALL int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
 	unsigned n = q->nsmall, i;
 
@@ -154,9 +156,11 @@ static int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, 
 	}
 	if (n == DFR_SMALL_RUNS)
 		return -1;
-	memmove(&q->soff[i + 1], &q->soff[i], (n - i) * sizeof(q->soff[0]));
-	memmove(&q->send[i + 1], &q->send[i], (n - i) * sizeof(q->send[0]));
-	memmove(&q->stail[i + 1], &q->stail[i], (n - i) * sizeof(q->stail[0]));
+	for (unsigned j = n; j > i; j--) {
+		q->soff[j] = q->soff[j - 1];
+		q->send[j] = q->send[j - 1];
+		q->stail[j] = q->stail[j - 1];
+	}
 	q->soff[i] = off;
 	q->send[i] = end;
 	q->stail[i] = pkt;
