@@ -216,10 +216,10 @@ static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 }
 
 /*
- * The lookaside (t->la): a direct-mapped array of queue pointers in front of
+ * The lookaside (t->la): a direct-mapped array of queue indices in front of
  * the SipHash table, indexed by a cheap unkeyed hash of the key. A slot is
  * only a hint: a hit is verified by comparing the whole key, and anything
- * else (empty slot, another queue, a stale pointer to a freed queue that was
+ * else (empty slot, another queue, a stale index of a freed queue that was
  * reused) takes the SipHash path, which holds every queue. So an attacker who
  * knows the cheap hash and aims many keys at one slot gains nothing: each
  * lookup costs the cheap hash, one key compare and the SipHash lookup it
@@ -343,7 +343,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 {
 	struct dfr_queue *q = TAILQ_FIRST(&t->freel), **b = bucket(t, h);
 
-	t->la[slot] = q;
+	t->la[slot] = (uint32_t)(q - t->qarr) + 1;
 	TAILQ_REMOVE(&t->freel, q, tq);
 	/* Lines 0, 1 and 3; the prefetch hints (line 2) are read only below
 	 * nfrags. */
@@ -583,8 +583,8 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 	struct dfr_queue *q;
 
 	*slot = la_index(t, k);
-	q = t->la[*slot];
-	if (q) {
+	if (t->la[*slot]) {
+		q = &t->qarr[t->la[*slot] - 1];
 		/* The per-fragment line with the key's, not after it. */
 		__builtin_prefetch((const char *)q + 64);
 		if (key_eq(&q->key, k)) {
@@ -595,7 +595,7 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 	*h = key_hash(t, k);
 	for (q = *bucket(t, *h); q; q = q->hnext) {
 		if (q->hash == (uint32_t)*h && key_eq(&q->key, k)) {
-			t->la[*slot] = q;
+			t->la[*slot] = (uint32_t)(q - t->qarr) + 1;
 			return q;
 		}
 	}

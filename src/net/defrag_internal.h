@@ -170,7 +170,7 @@ struct rxp_defrag_table {
 	struct dfr_queue **buckets;
 	uint32_t bmask;
 	uint32_t lamask;
-	struct dfr_queue **la; /* lookaside, see la_index() in defrag.c */
+	uint32_t *la; /* lookaside: queue index + 1, 0 for none; see la_index() */
 	struct dfr_queue *qarr;
 	struct dfr_fifo freel; /* free queues, linked through tq */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
