@@ -70,14 +70,17 @@ struct rxp_pkt {
 	uint16_t queue; /* receive queue */
 	uint16_t protocol; /* ethertype, host order; 0 if unknown */
 	uint32_t truesize;
-	uint64_t tstamp_ns; /* receive time (wire time for pcap input) */
+	/* In the first line so that a layer holding packets (reassembly) can
+	 * note where each one's page header is, and ask for them all at once
+	 * when it needs them, without waiting for each packet's second line. */
+	struct rxp_page *head_page; /* one reference held by the packet */
 	/* Second line. */
 	uint8_t *head;
 	uint8_t *end;
-	struct rxp_page *head_page; /* one reference held by the packet */
 	struct rxp_pktpool *pool;
 	struct rxp_pkt *frag_list;
 	struct rxp_pkt *frag_tail;
+	uint64_t tstamp_ns; /* receive time (wire time for pcap input) */
 	uint32_t head_off; /* head - head_page->addr: a frag offset without
 			    * reading the page header */
 	/* The owning layer's scratch. Not cleared when a packet is made (nor

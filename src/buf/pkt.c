@@ -78,11 +78,11 @@ static void pkt_release_data(struct rxp_pkt *pkt)
 /*
  * Metadata straight from this thread's cache. Only what every packet reads
  * is initialised: the first line whole (zeroes but for owner and the unset
- * offsets), pool and the frag_list links. head, end, data, tail and
- * head_page are the caller's to set; frags[] beyond nr_frags are never read;
- * cb is the owning layer's scratch and is not cleared (each layer writes
- * the cb fields it reads, as defrag does). Skipping the rest keeps a new
- * packet to two dirty cache lines instead of three.
+ * offsets), pool, the frag_list links and the timestamp. head, end, data,
+ * tail and head_page are the caller's to set; frags[] beyond nr_frags are
+ * never read; cb is the owning layer's scratch and is not cleared (each
+ * layer writes the cb fields it reads, as defrag does). Skipping the rest
+ * keeps a new packet to two dirty cache lines instead of three.
  */
 static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file, int line)
 {
@@ -97,6 +97,7 @@ static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file,
 	pkt->pool = pp;
 	pkt->frag_list = NULL;
 	pkt->frag_tail = NULL;
+	pkt->tstamp_ns = 0;
 	return pkt;
 }
 

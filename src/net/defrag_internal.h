@@ -101,9 +101,11 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
  * key, the per-fragment state, and the prefetch hints); line 3 when a queue
  * is created, freed or restarted, in policy mode, and for each IPv4
  * fragment while max_dist is on (peer and rid); lines 4 and 5 (the small
- * run arrays) by fragments out of order. Queues are cache-line aligned in
+ * run arrays) by fragments out of order; line 6 by the first DFR_PF
+ * fragments and at completion. Queues are cache-line aligned in
  * the table's array. */
 #define DFR_SMALL_RUNS 8u
+#define DFR_PF 7u
 struct dfr_queue {
 	/* Line 0: lookup. */
 	struct dfr_queue *hnext;
@@ -130,8 +132,11 @@ struct dfr_queue {
 	struct dfr_run *last_run; /* strict: the last run's node in tree form */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
-	 * cache miss after another walking the runs. A hint only. */
-	struct rxp_pkt *pf[8];
+	 * cache miss after another walking the runs (pf[0] is also the head
+	 * of a first run not yet recorded); where the offset-0 fragment's
+	 * header is, which completion rewrites. Hints, but for pf[0]. */
+	struct rxp_pkt *pf[DFR_PF];
+	uint8_t *hdr0;
 	/* Line 3: creation, free, max_dist, policy. */
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family; free list */
 	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
@@ -150,14 +155,18 @@ struct dfr_queue {
 	_Alignas(64) uint32_t soff[DFR_SMALL_RUNS];
 	uint32_t send[DFR_SMALL_RUNS];
 	struct rxp_pkt *stail[DFR_SMALL_RUNS];
+	/* Line 6: the head pages of pf[], so that completion asks for the
+	 * page headers (which freeing the datagram reads) with the
+	 * fragments, not after them. Hints. */
+	struct rxp_page *pg[DFR_PF];
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 1 starts at expires");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 2 starts at pf");
 _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 3 starts at tq");
 _Static_assert(offsetof(struct dfr_queue, soff) == 256, "dfr_queue small runs start at line 4");
-_Static_assert(sizeof(struct dfr_queue) == 384, "dfr_queue is six cache lines");
+_Static_assert(offsetof(struct dfr_queue, pg) == 384, "dfr_queue page hints are line 6");
+_Static_assert(sizeof(struct dfr_queue) == 448, "dfr_queue is seven cache lines");
 #define DFR_QUEUE_HOT offsetof(struct dfr_queue, soff) /* what queue_new clears */
-#define DFR_PF 8u
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
 
