@@ -300,8 +300,9 @@ static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rx
 	q->nfrags = 0;
 }
 
-/* Remove q from the table; its fragments must be gone already. */
-static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h)
+/* Take q out of its bucket chain and timer FIFO: it can no longer be
+ * found or expire. queue_release() must follow. */
+static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h)
 {
 	struct dfr_queue **pp = bucket(t, h);
 
@@ -309,6 +310,11 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
+}
+
+/* An unlinked queue, its fragments gone, back to the free list. */
+static void queue_release(struct rxp_defrag_table *t, struct dfr_queue *q)
+{
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
 	q->in_use = false;
@@ -316,6 +322,13 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t
 	 * they only send a lookup on to the SipHash table. */
 	q->key.family = 0;
 	TAILQ_INSERT_HEAD(&t->freel, q, tq);
+}
+
+/* Remove q from the table; its fragments must be gone already. */
+static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h)
+{
+	queue_unlink(t, q, h);
+	queue_release(t, q);
 }
 
 static void queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
@@ -536,13 +549,14 @@ static inline __attribute__((always_inline)) void prefetch_frags(const struct df
 		__builtin_prefetch(q->hdr0, 1);
 }
 
-/* Complete q: build, fix the header, free the queue. prefetched: the
- * fragments were asked for already. */
+/* Complete q, whose last fragment was last: build, fix the header, free
+ * the queue. prefetched: the fragments were asked for already. */
 static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h,
-			      uint64_t tstamp, bool prefetched)
+			      const struct rxp_pkt *last, bool prefetched)
 {
 	uint8_t ecn = ecn_combine(q->ecn_mask);
 	struct rxp_pkt *res;
+	uint64_t tstamp;
 	int r;
 
 	if (ecn == 0xff) {
@@ -552,20 +566,24 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 	}
 	if (!prefetched)
 		prefetch_frags(q);
+	/* Unlinking meets misses of its own (the bucket chain, the FIFO
+	 * neighbours): they overlap the fragments', asked for above. */
+	queue_unlink(t, q, h);
+	tstamp = last->tstamp_ns; /* before building may free last */
 	res = t->cfg.policy == RXP_DEFRAG_STRICT ? dfr_runs_build(t, q) : dfr_policy_build(t, q);
 	t->c.mem -= q->mem;
 	q->mem = 0;
 	q->nfrags = 0;
 	if (!res) {
 		t->c.ReasmFails++;
-		queue_free(t, q, h);
+		queue_release(t, q);
 		return NULL;
 	}
 	if (q->key.family == 4)
 		r = dfr_ipv4_finish(res, q, q->len, ecn, q->max_df_size == q->max_size);
 	else
 		r = dfr_ipv6_finish(res, q, q->len, ecn);
-	queue_free(t, q, h);
+	queue_release(t, q);
 	if (r) {
 		t->c.ReasmFails++;
 		rxp_pkt_drop(res, (enum rxp_drop_reason) - r);
@@ -706,8 +724,10 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		    (DFR_F_FIRST | DFR_F_LAST) &&
 	    q->meat + flen == (!fi.mf || fi.end > q->len ? fi.end : q->len)) {
 		/* This fragment will most likely complete the datagram: start
-		 * fetching the others now, while it is checked and placed. */
+		 * fetching the others (and its own second line, which building
+		 * reads) now, while it is checked and placed. */
 		prefetch_frags(q);
+		__builtin_prefetch((const char *)pkt + 64);
 		prefetched = true;
 	}
 	if (t->cfg.pressure == RXP_DEFRAG_PRESSURE_LINUX) {
@@ -813,7 +833,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		q->max_df_size = fi.hdrlen + flen;
 	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
 	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
-		return finish(t, q, h, pkt->tstamp_ns, prefetched);
+		return finish(t, q, h, pkt, prefetched);
 	return NULL;
 
 discard_q:
