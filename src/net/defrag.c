@@ -126,7 +126,7 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 		nb <<= 1;
 	t->bmask = nb - 1;
 	t->buckets = calloc(nb, sizeof(t->buckets[0]));
-	/* Twice the buckets: few queues share a lookaside slot. */
+	/* Twice the buckets: few queues are displaced from their slot. */
 	t->lamask = 2 * nb - 1;
 	t->la = calloc(2 * (size_t)nb, sizeof(t->la[0]));
 	t->qarr = queue_array_alloc(c.max_queues);
@@ -216,19 +216,16 @@ static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 }
 
 /*
- * The lookaside (t->la): a direct-mapped array of queue indices in front of
- * the SipHash table, indexed by a cheap unkeyed hash of the key. A slot is
- * only a hint: a hit is verified by comparing the whole key, and anything
- * else (empty slot, another queue, a stale index of a freed queue that was
- * reused) takes the SipHash path, which holds every queue. So an attacker who
- * knows the cheap hash and aims many keys at one slot gains nothing: each
- * lookup costs the cheap hash, one key compare and the SipHash lookup it
- * would have cost anyway, and chains stay those of the keyed table. What it
- * buys: every fragment of a datagram after the first finds its queue without
- * SipHash (which costs more than the rest of the lookup). A slot is written
- * when a queue is created or found through SipHash. A freed queue keeps its
- * slots but its key's family becomes 0, which no key has, so a stale slot
- * only costs the SipHash lookup.
+ * Where queues are found. The slot table (t->la) is a direct-mapped array
+ * of queue indices, indexed by a cheap unkeyed hash of the key: a new queue
+ * takes its key's slot when the slot is free, and then lookup finds it
+ * there, and nothing else is needed: no SipHash, no bucket chain. A queue
+ * whose slot is taken (by a queue of another key) goes in the SipHash table
+ * instead, displaced, and lookups that miss the slot search that table
+ * while any queue is displaced. So an attacker who knows the cheap hash and
+ * aims many keys at one slot gains nothing: one of them holds the slot, the
+ * others are in the keyed table, where chains stay short and each costs the
+ * SipHash lookup it would have cost anyway. A slot is freed with its queue.
  */
 static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
@@ -306,15 +303,20 @@ static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rx
 	q->nfrags = 0;
 }
 
-/* Take q out of its bucket chain and timer FIFO: it can no longer be
- * found or expire. queue_release() must follow. */
-static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h)
+/* Take q out of its slot (or bucket chain) and timer FIFO: it can no
+ * longer be found or expire. queue_release() must follow. */
+static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	struct dfr_queue **pp = bucket(t, h);
+	if (q->slot != DFR_DISPLACED) {
+		t->la[q->slot] = 0;
+	} else {
+		struct dfr_queue **pp = bucket(t, q->hash);
 
-	while (*pp != q)
-		pp = &(*pp)->hnext;
-	*pp = q->hnext;
+		while (*pp != q)
+			pp = &(*pp)->hnext;
+		*pp = q->hnext;
+		t->ndisplaced--;
+	}
 	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
 }
 
@@ -324,23 +326,21 @@ static void queue_release(struct rxp_defrag_table *t, struct dfr_queue *q)
 	t->c.mem -= q->mem + qcharge(t);
 	t->c.queues--;
 	q->in_use = false;
-	/* Lookaside slots may still name q: no key matches family 0, so
-	 * they only send a lookup on to the SipHash table. */
-	q->key.family = 0;
+	q->key.family = 0; /* no key matches it */
 	TAILQ_INSERT_HEAD(&t->freel, q, tq);
 }
 
 /* Remove q from the table; its fragments must be gone already. */
-static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h)
+static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	queue_unlink(t, q, h);
+	queue_unlink(t, q);
 	queue_release(t, q);
 }
 
 static void queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
 {
 	queue_empty(t, q, r);
-	queue_free(t, q, q->hash);
+	queue_free(t, q);
 }
 
 static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
@@ -355,22 +355,37 @@ static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 	TAILQ_INSERT_TAIL(f, q, tq);
 }
 
-/* A new queue for k: the one freed last, likely still in cache. The caller
- * has checked that a queue is free. */
+/* A new queue for k: the one freed last, likely still in cache, in k's
+ * slot if that is free, else displaced into the SipHash table (*h is the
+ * key's SipHash if hashed, computed here if not). The caller has checked
+ * that a queue is free. */
 static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h,
-				   uint32_t slot, uint64_t now)
+				   bool hashed, uint32_t slot, uint64_t now)
 {
-	struct dfr_queue *q = TAILQ_FIRST(&t->freel), **b = bucket(t, h);
+	struct dfr_queue *q = TAILQ_FIRST(&t->freel);
 
-	t->la[slot] = (uint32_t)(q - t->qarr) + 1;
 	TAILQ_REMOVE(&t->freel, q, tq);
 	/* Lines 0, 1 and 3; the prefetch hints (line 2) are read only below
 	 * nfrags. */
 	memset(q, 0, offsetof(struct dfr_queue, pf));
 	memset(&q->tq, 0, DFR_QUEUE_HOT - offsetof(struct dfr_queue, tq));
 	q->key = *k;
-	q->hash = (uint32_t)h;
 	q->in_use = true;
+	if (!t->la[slot]) {
+		t->la[slot] = (uint32_t)(q - t->qarr) + 1;
+		q->slot = slot;
+	} else {
+		struct dfr_queue **b;
+
+		if (!hashed)
+			h = key_hash(t, k);
+		b = bucket(t, h);
+		q->hash = (uint32_t)h;
+		q->slot = DFR_DISPLACED;
+		q->hnext = *b;
+		*b = q;
+		t->ndisplaced++;
+	}
 	if (k->family == 4 && t->cfg.max_dist > 0) {
 		/* Once per queue: the source's slot, keyed so that nobody can
 		 * aim other sources at it. Collisions only share a counter. */
@@ -384,8 +399,6 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
 		memset(q->blocks, 0, DFR_BLOCK_BYTES);
 	}
-	q->hnext = *b;
-	*b = q;
 	arm(t, q, now);
 	q->last_seq = (uint32_t)t->seq;
 	t->c.queues++;
@@ -557,7 +570,7 @@ static inline __attribute__((always_inline)) void prefetch_frags(const struct df
 
 /* Complete q, whose last fragment was last: build, fix the header, free
  * the queue. prefetched: the fragments were asked for already. */
-static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t h,
+static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q,
 			      const struct rxp_pkt *last, bool prefetched)
 {
 	uint8_t ecn = ecn_combine(q->ecn_mask);
@@ -572,9 +585,9 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 	}
 	if (!prefetched)
 		prefetch_frags(q);
-	/* Unlinking meets misses of its own (the bucket chain, the FIFO
-	 * neighbours): they overlap the fragments', asked for above. */
-	queue_unlink(t, q, h);
+	/* Unlinking meets misses of its own (the slot, the FIFO neighbours):
+	 * they overlap the fragments', asked for above. */
+	queue_unlink(t, q);
 	tstamp = last->tstamp_ns; /* before building may free last */
 	res = t->cfg.policy == RXP_DEFRAG_STRICT ? dfr_runs_build(t, q) : dfr_policy_build(t, q);
 	t->c.mem -= q->mem;
@@ -602,31 +615,29 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q, u
 	return res;
 }
 
-/* The queue of key k or NULL; *h gets the key's SipHash when it was
- * computed (a lookaside miss), else the queue's stored low bits, which is
- * all that bucket() needs. *slot gets the key's lookaside slot. */
+/* The queue of key k or NULL. *slot gets the key's slot; *h the key's
+ * SipHash, when it was computed (*hashed). */
 static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t *h,
-				uint32_t *slot)
+				bool *hashed, uint32_t *slot)
 {
 	struct dfr_queue *q;
 
 	*slot = la_index(t, k);
+	*hashed = false;
 	if (t->la[*slot]) {
 		q = &t->qarr[t->la[*slot] - 1];
 		/* The per-fragment line with the key's, not after it. */
 		__builtin_prefetch((const char *)q + 64);
-		if (key_eq(&q->key, k)) {
-			*h = q->hash;
+		if (key_eq(&q->key, k))
 			return q;
-		}
 	}
+	if (!t->ndisplaced)
+		return NULL;
 	*h = key_hash(t, k);
-	for (q = *bucket(t, *h); q; q = q->hnext) {
-		if (q->hash == (uint32_t)*h && key_eq(&q->key, k)) {
-			t->la[*slot] = (uint32_t)(q - t->qarr) + 1;
+	*hashed = true;
+	for (q = *bucket(t, *h); q; q = q->hnext)
+		if (q->hash == (uint32_t)*h && key_eq(&q->key, k))
 			return q;
-		}
-	}
 	return NULL;
 }
 
@@ -651,7 +662,7 @@ insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *p
 		/* No run node: refused like a fragment over the memory cap;
 		 * a queue this fragment created goes with it. */
 		if (!q->nfrags)
-			queue_free(t, q, q->hash);
+			queue_free(t, q);
 		mem_refuse(t, pkt, RXP_DROP_NOMEM);
 		return;
 	default: /* DFR_TOO_MANY */
@@ -673,8 +684,9 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		rxp_pkt_headlen(pkt) ? pkt->data : rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
 	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT, prefetched = false;
 	uint32_t flen, tsize;
-	uint64_t h;
+	uint64_t h = 0;
 	uint32_t slot;
+	bool hashed;
 	int r;
 
 	if (!v)
@@ -719,7 +731,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		return pkt;
 	}
 
-	q = lookup(t, &fi.key, &h, &slot);
+	q = lookup(t, &fi.key, &h, &hashed, &slot);
 	if (q && q->expires <= now_ns) {
 		queue_timeout(t, q);
 		q = NULL;
@@ -769,7 +781,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		}
 	}
 	if (!q)
-		q = queue_new(t, &fi.key, h, slot, now_ns);
+		q = queue_new(t, &fi.key, h, hashed, slot, now_ns);
 
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now_ns);
@@ -839,7 +851,7 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		q->max_df_size = fi.hdrlen + flen;
 	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
 	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
-		return finish(t, q, h, pkt, prefetched);
+		return finish(t, q, pkt, prefetched);
 	return NULL;
 
 discard_q:

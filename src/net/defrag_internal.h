@@ -105,11 +105,12 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
  * fragments and at completion. Queues are cache-line aligned in
  * the table's array. */
 #define DFR_SMALL_RUNS 8u
+#define DFR_DISPLACED UINT32_MAX /* dfr_queue.slot: in the SipHash table */
 #define DFR_PF 7u
 struct dfr_queue {
 	/* Line 0: lookup. */
-	struct dfr_queue *hnext;
-	uint32_t hash; /* low bits of the key's SipHash (bucket + quick compare) */
+	struct dfr_queue *hnext; /* displaced: SipHash bucket chain */
+	uint32_t hash; /* displaced: low bits of the key's SipHash */
 	struct dfr_key key; /* 44 bytes */
 	uint32_t max_size;
 	uint8_t flags;
@@ -148,6 +149,7 @@ struct dfr_queue {
 	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	bool in_use;
+	uint32_t slot; /* its slot in t->la, or DFR_DISPLACED */
 	/* Lines 4-5: strict, small form: runs [soff, send) sorted by offset,
 	 * and their tails (the last run's end and tail are tail_end and
 	 * tail, copied here when read). Not cleared: nsmall says what is
@@ -179,7 +181,8 @@ struct rxp_defrag_table {
 	struct dfr_queue **buckets;
 	uint32_t bmask;
 	uint32_t lamask;
-	uint32_t *la; /* lookaside: queue index + 1, 0 for none; see la_index() */
+	uint32_t *la; /* slots: queue index + 1, 0 for none; see la_index() */
+	uint32_t ndisplaced; /* queues in the SipHash table */
 	struct dfr_queue *qarr;
 	struct dfr_fifo freel; /* free queues, linked through tq */
 	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */

@@ -206,6 +206,60 @@ static void test_run_forms(void **state)
 	env_down(&e);
 }
 
+/* Keys whose slots collide: with 1024 queues the slot table has 2048
+ * slots and the slot is a hash of the rest of the key plus the id, so ids
+ * 2048 apart from one source share a slot. The first queue holds it, the
+ * others are displaced into the SipHash table; each is found again
+ * whichever leaves first, a new queue takes the slot its holder freed, and
+ * everything completes intact. */
+static void test_slot_collisions(void **state)
+{
+	struct rxp_defrag_config c = {.max_queues = 1024};
+	struct env e;
+	uint8_t *pl = dt_payload(3 * 64, 4);
+	struct dt4 d[4];
+	struct rxp_pkt *r;
+
+	for (unsigned i = 0; i < 4; i++)
+		d[i] = (struct dt4){.id = (uint16_t)(7 + 2048 * i)};
+	env_up(&e, &c);
+	/* first fragments of 0, 1 and 2: 0 holds the slot */
+	for (unsigned i = 0; i < 3; i++)
+		assert_null(in4(&e, &d[i], pl, 0, 64, true, 0));
+	assert_int_equal(dt_ctr(e.t).queues, 3);
+	/* the holder completes first; 1 and 2 are still found */
+	assert_null(in4(&e, &d[0], pl, 128, 64, false, 0));
+	r = in4(&e, &d[0], pl, 64, 64, true, 0);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 3 * 64);
+	rxp_pkt_consume(r);
+	assert_null(in4(&e, &d[1], pl, 64, 64, true, 0));
+	/* 3 takes the free slot; 2 is still displaced and found */
+	assert_null(in4(&e, &d[3], pl, 64, 64, true, 0));
+	assert_null(in4(&e, &d[2], pl, 128, 64, false, 0));
+	r = in4(&e, &d[2], pl, 64, 64, true, 0);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 3 * 64);
+	rxp_pkt_consume(r);
+	r = in4(&e, &d[1], pl, 128, 64, false, 0);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 3 * 64);
+	rxp_pkt_consume(r);
+	assert_null(in4(&e, &d[3], pl, 0, 64, true, 0));
+	r = in4(&e, &d[3], pl, 128, 64, false, 0);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 3 * 64);
+	rxp_pkt_consume(r);
+
+	struct rxp_defrag_counters ct = dt_ctr(e.t);
+	assert_int_equal(ct.ReasmOKs, 4);
+	assert_int_equal(ct.ReasmFails, 0);
+	assert_int_equal(ct.queues, 0);
+	assert_int_equal(ct.mem, 0);
+	free(pl);
+	env_down(&e);
+}
+
 static void test_conflicting_ends(void **state)
 {
 	struct env e;
@@ -636,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_contained_differs_is_dup),
 		cmocka_unit_test(test_overlap_strict),
 		cmocka_unit_test(test_run_forms),
+		cmocka_unit_test(test_slot_collisions),
 		cmocka_unit_test(test_conflicting_ends),
 		cmocka_unit_test(test_mf_len_rounded),
 		cmocka_unit_test(test_too_big),
