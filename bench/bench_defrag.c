@@ -15,6 +15,7 @@
  *     spread over ceil(n/8190) queues of that size.
  *
  * Rows are medians of --runs runs; rxpath and DPDK alternate within a run.
+ * RXP_BENCH_ND=n sets the datagrams in flight of rows 1 (default 10000).
  */
 #define _GNU_SOURCE /* nftw */
 #include <errno.h>
@@ -326,6 +327,18 @@ int main(int argc, char **argv)
 		    "IPv4 reassembly: rxpath vs DPDK rte_ip_frag (2-8 fragments, 10k in flight),\n"
 		    "45-fragment datagrams, and FragmentSmack cost per fragment.");
 	nd = o.quick ? 2000 : 10000;
+	if (getenv("RXP_BENCH_ND")) {
+		/* Datagrams in flight for the 2-8 fragment rows: fewer keeps
+		 * everything in cache (what each side costs in instructions
+		 * rather than in memory). At most 10000: the pools' size. */
+		int v = atoi(getenv("RXP_BENCH_ND"));
+
+		if (v < 1 || v > 10000) {
+			fprintf(stderr, "bench defrag: RXP_BENCH_ND must be 1..10000\n");
+			return 2;
+		}
+		nd = (uint32_t)v;
+	}
 	pp = rxp_pktpool_create(&pc);
 	if (getenv("RXP_BENCH_SMACK_N")) {
 		uint32_t n = (uint32_t)atoi(getenv("RXP_BENCH_SMACK_N"));
