@@ -10,8 +10,12 @@
  * with a reason (rxp_pkt_drop) and counted here.
  *
  * Keys: IPv4 (src, dst, id, protocol, zone); IPv6 (src, dst, id, and zone
- * only for link-local or multicast destinations), hashed with SipHash
- * (libsodium crypto_shorthash) under a random key per table.
+ * only for link-local or multicast destinations). A queue lives in its
+ * key's slot of a direct-mapped table (a cheap hash of the key without the
+ * id, plus the id, so that datagrams in flight from one sender sit side by
+ * side) when the slot is free; a queue whose slot is taken goes in a table
+ * hashed with SipHash (libsodium crypto_shorthash) under a random key per
+ * table, so keys aimed at one slot cost a keyed lookup, never a long chain.
  *
  * Overlaps (config.policy):
  *   STRICT (default, Linux today): a fragment wholly inside data already

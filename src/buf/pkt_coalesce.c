@@ -138,10 +138,11 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
 	 * data, either a fragment whose header was pulled (nothing linear
 	 * left, one page frag) or a linear packet (an IP fragment with its
 	 * header pulled), and t is private, too full to take a copy, with a
-	 * free frag slot. merge() would steal the same way; this is it
-	 * without the general bookkeeping: one frag moved (or the last one
-	 * grown), from's metadata freed. Reading no page header: the offset
-	 * of a linear part comes from head_off.
+	 * free frag slot (or a last frag that from's piece continues).
+	 * merge() would steal the same way; this is it without the general
+	 * bookkeeping: one frag moved (or the last one grown), from's
+	 * metadata freed. Reading no page header: the offset of a linear
+	 * part comes from head_off.
 	 */
 	if (rxp_likely(!from->frag_list && !t->frag_list && !rxp_pkt_cloned(t) &&
 		       from->len > rxp_pkt_tailroom(t))) {

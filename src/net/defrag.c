@@ -3,13 +3,17 @@
  * the pressure policy, timers and the rxp_defrag() entry point.
  *
  * Owns: an array of max_queues queues and (strict mode) the run nodes, made
- * with the table (no allocation on the data path), a
- * bucket array of chains keyed by SipHash under a random per-table key, one
- * timer FIFO per family (the timeout is fixed per family and armed at
- * creation, so creation order is expiry order), and per-source counters for
- * max_dist. Invariants: every queue in use is in exactly one bucket chain
- * and one FIFO; c.mem is the sum over queues of (queue charge + truesize of
- * its fragments); a fragment is owned by exactly one queue or by the caller.
+ * with the table (no allocation on the data path), the slot table and a
+ * bucket array of chains keyed by SipHash under a random per-table key (see
+ * la_index), one timer FIFO per family (the timeout is fixed per family and
+ * armed at creation, so creation order is expiry order), and per-source
+ * counters for max_dist. Invariants: every queue in use is either in its
+ * slot (q->slot) or in exactly one bucket chain (displaced, counted by
+ * ndisplaced), and in one FIFO, except between queue_unlink and
+ * queue_release while finish() builds its datagram; c.mem is the sum over
+ * queues of (queue
+ * charge + truesize of its fragments); a fragment is owned by exactly one
+ * queue or by the caller.
  * See include/rxpath/defrag.h for the rules and the pressure policy.
  */
 #include <errno.h>
@@ -70,7 +74,7 @@ static void table_free(struct rxp_defrag_table *t)
 
 /*
  * The queue array, zeroed. Every fragment reads its queue, one of up to
- * max_queues spread over megabytes (512 bytes each), so with 4 KiB pages
+ * max_queues spread over megabytes (448 bytes each), so with 4 KiB pages
  * nearly every fragment would also miss the TLB: where the array spans
  * huge pages, ask for them (a hint; without transparent huge pages it is
  * only an aligned array).
@@ -239,12 +243,16 @@ static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key 
 	if (rxp_likely(k->family == 4)) {
 		w2 &= 0xffffffffu;
 	} else {
+		uint32_t last;
+
 		for (unsigned i = 24; i < 40; i += 8) {
 			uint64_t w;
 
 			memcpy(&w, b + i, 8);
 			w2 = (w2 ^ w) * 0xff51afd7ed558ccdull;
 		}
+		memcpy(&last, b + 40, 4); /* the destination's last bytes */
+		w2 = (w2 ^ last) * 0xff51afd7ed558ccdull;
 	}
 	w0 = (w0 ^ (w1 * 0x9e3779b97f4a7c15ull) ^ (w2 << 21)) * 0xc4ceb9fe1a85ec53ull;
 	/* Senders number datagrams to one destination in sequence (Linux's

@@ -97,8 +97,9 @@ struct dfr_info {
 enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 
 /* Laid out by how often a field is touched: lookup and every accepted
- * fragment read and write the first three cache lines (bucket chain, hash,
- * key, the per-fragment state, and the prefetch hints); line 3 when a queue
+ * fragment read and write the first three cache lines (the key, the
+ * per-fragment state, and the prefetch hints; the bucket chain and hash
+ * only for a displaced queue); line 3 when a queue
  * is created, freed or restarted, in policy mode, and for each IPv4
  * fragment while max_dist is on (peer and rid); lines 4 and 5 (the small
  * run arrays) by fragments out of order; line 6 by the first DFR_PF
@@ -265,19 +266,20 @@ int dfr_ipv6_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t ple
 /* Remove the fragment header of a v6 atomic fragment in place. */
 int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
 
-/* Queue storage (defrag_queue.c). insert returns 0, DFR_DUP or DFR_OVERLAP;
- * on 0 the queue owns pkt. */
+/* Queue storage (defrag_queue.c). insert returns DFR_OK (the queue owns
+ * pkt), DFR_DUP, DFR_OVERLAP, DFR_NOMEM (strict: no run node left) or
+ * DFR_TOO_MANY (policy: too many fragments); otherwise the caller keeps pkt. */
 enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3, DFR_NOMEM = 4 };
 int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 		    uint32_t off, uint32_t end);
-/* Free every run node chunk (table destroy). */
+/* Make the table's run nodes (table create); free them (table destroy). */
 int dfr_runs_init(struct rxp_defrag_table *t);
 void dfr_runs_fini(struct rxp_defrag_table *t);
 int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
 bool dfr_policy_complete(const struct dfr_queue *q);
 /* Build the datagram from a complete queue (which is left empty); the
- * result has data at the payload's header (pushed back), or NULL after
- * dropping everything with *reason. */
+ * result has data at the IP header (pushed back), or NULL after dropping
+ * every fragment (RXP_DROP_NOMEM). */
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 /* Call fn on every fragment of q and empty it. */

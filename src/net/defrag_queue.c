@@ -10,9 +10,9 @@
  * As in Linux, only the last run grows, and runs are never joined: whether
  * a fragment is a duplicate or an overlap depends on the run boundaries,
  * and strict mode must judge as Linux does. The one exception cannot be
- * seen: a fragment that completes its datagram joins the run before (or,
- * in tree form, after) it, since no fragment comes after it to meet the
- * boundary.
+ * seen: a fragment that completes its datagram joins the run before it (or,
+ * at offset 0, the one after it), since no fragment comes after it to meet
+ * the boundary.
  *
  * Runs are queue memory (up to DFR_SMALL_RUNS, in arrays searched by a
  * scan) or, past that, table memory (struct dfr_run nodes in a tree,
@@ -129,7 +129,8 @@ static void small_start(struct dfr_queue *q)
  * -1 when the small form has no room (the caller goes to the tree). The
  * shift of at most 7 entries stays a loop (GCC would make it memmove
  * calls, each costing more than the whole move). */
-static RXP_NO_LOOP_TO_CALL int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+static RXP_NO_LOOP_TO_CALL int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off,
+					    uint32_t end)
 {
 	unsigned n = q->nsmall, i;
 
@@ -142,17 +143,25 @@ static RXP_NO_LOOP_TO_CALL int small_insert(struct dfr_queue *q, struct rxp_pkt 
 			continue;
 		return off >= q->soff[i] && end <= q->send[i] ? DFR_DUP : DFR_OVERLAP;
 	}
-	/* i > 0: run i - 1 ends at or before off; it is not the last run, as
-	 * off < tail_end. */
-	if (i && q->send[i - 1] == off && (q->flags & DFR_F_LAST) &&
-	    q->meat + (end - off) == q->len) {
+	if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
 		/* pkt fills the last gap: the datagram completes now, so no
 		 * fragment will test the run boundary this would make, and
-		 * pkt can join the run before it. */
-		pkt->next = q->stail[i - 1];
-		q->stail[i - 1] = pkt;
-		q->send[i - 1] = end;
-		return DFR_OK;
+		 * pkt can join the run before it (i > 0: run i - 1 ends at or
+		 * before off, and is not the last run, as off < tail_end) or,
+		 * at offset 0, the run after it. So completing never needs a
+		 * run more, nor the tree and its nodes. */
+		if (i && q->send[i - 1] == off) {
+			pkt->next = q->stail[i - 1];
+			q->stail[i - 1] = pkt;
+			q->send[i - 1] = end;
+			return DFR_OK;
+		}
+		if (!i && off == 0 && q->soff[0] == end) {
+			run_head(q->stail[0])->next = pkt;
+			pkt->next = NULL;
+			q->soff[0] = 0;
+			return DFR_OK;
+		}
 	}
 	if (n == DFR_SMALL_RUNS)
 		return -1;

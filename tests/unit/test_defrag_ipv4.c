@@ -206,6 +206,32 @@ static void test_run_forms(void **state)
 	env_down(&e);
 }
 
+/* Nine fragments in reverse: eight runs fill the small form, and the one at
+ * offset 0 completes the datagram by joining the run after it, with no
+ * ninth run (and so no tree, whose nodes could have run out). */
+static void test_reverse_fills_small_form(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(9 * 64, 6);
+	struct dt4 d = {.id = 90};
+	struct rxp_pkt *r = NULL;
+
+	env_up(&e, NULL);
+	for (int i = 8; i >= 0; i--) {
+		assert_null(r);
+		r = in4(&e, &d, pl, (uint32_t)i * 64, 64, i != 8, 0);
+	}
+	assert_non_null(r);
+	check_hdr(r, 9 * 64);
+	dt_check_payload(r, 20, pl, 9 * 64);
+	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(e.t).ReasmOKs, 1);
+	assert_int_equal(dt_ctr(e.t).queues, 0);
+	assert_int_equal(dt_ctr(e.t).mem, 0);
+	free(pl);
+	env_down(&e);
+}
+
 /* Keys whose slots collide: with 1024 queues the slot table has 2048
  * slots and the slot is a hash of the rest of the key plus the id, so ids
  * 2048 apart from one source share a slot. The first queue holds it, the
@@ -690,6 +716,7 @@ int main(void)
 		cmocka_unit_test(test_contained_differs_is_dup),
 		cmocka_unit_test(test_overlap_strict),
 		cmocka_unit_test(test_run_forms),
+		cmocka_unit_test(test_reverse_fills_small_form),
 		cmocka_unit_test(test_slot_collisions),
 		cmocka_unit_test(test_conflicting_ends),
 		cmocka_unit_test(test_mf_len_rounded),

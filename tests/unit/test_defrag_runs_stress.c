@@ -225,8 +225,9 @@ static void run(int fam, uint64_t cases, struct rxpt_rng *rng, int ndg, uint64_t
 	rxp_defrag_get_counters(t, &c0);
 	assert_int_equal(c0.queues, 0);
 	assert_int_equal(c0.mem, 0);
-	printf("runs stress v%d x%d: %lu datagrams, %lu completed, %lu dups, %lu overlaps\n", fam, ndg,
-	       (unsigned long)cases, (unsigned long)done, (unsigned long)dups, (unsigned long)ovl);
+	printf("runs stress v%d x%d: %lu datagrams, %lu completed, %lu dups, %lu overlaps\n", fam,
+	       ndg, (unsigned long)cases, (unsigned long)done, (unsigned long)dups,
+	       (unsigned long)ovl);
 	free(g);
 	rxp_defrag_table_destroy(t);
 	rxpt_pktpool_teardown(pp);
