@@ -751,9 +751,11 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	    q->meat + flen == (!fi.mf || fi.end > q->len ? fi.end : q->len)) {
 		/* This fragment will most likely complete the datagram: start
 		 * fetching the others (and its own second line, which building
-		 * reads) now, while it is checked and placed. */
+		 * reads, and page header, which freeing the datagram reads)
+		 * now, while it is checked and placed. */
 		prefetch_frags(q);
 		__builtin_prefetch((const char *)pkt + 64);
+		__builtin_prefetch(pkt->head_page);
 		prefetched = true;
 	}
 	if (t->cfg.pressure == RXP_DEFRAG_PRESSURE_LINUX) {
