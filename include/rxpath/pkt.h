@@ -55,7 +55,10 @@ enum {
 };
 
 struct rxp_pkt {
-	/* First cache line: what the hot path reads. */
+	/* First cache line: what the hot path reads, and all that freeing a
+	 * linear packet or moving its bytes into another packet (coalescing,
+	 * as reassembly does per fragment) needs, so that a layer holding
+	 * packets reads one line of each when it finishes with them. */
 	struct rxp_pkt *next; /* for the owning layer's queues */
 	uint8_t *data;
 	uint8_t *tail;
@@ -64,25 +67,24 @@ struct rxp_pkt {
 	uint8_t nr_frags;
 	uint8_t flags;
 	uint16_t owner; /* thread id that allocated the metadata */
-	uint16_t network_off; /* from head; 0xffff = unset */
-	uint16_t transport_off; /* from head; 0xffff = unset */
-	uint32_t hash; /* RSS / steering hash */
-	uint16_t queue; /* receive queue */
-	uint16_t protocol; /* ethertype, host order; 0 if unknown */
 	uint32_t truesize;
-	/* In the first line so that a layer holding packets (reassembly) can
-	 * note where each one's page header is, and ask for them all at once
-	 * when it needs them, without waiting for each packet's second line. */
+	uint32_t hash; /* RSS / steering hash */
+	/* data's offset in head_page is (uint32_t)(uintptr_t)data + page_bias
+	 * (mod 2^32): the head's offset there less the low bits of head, so
+	 * that neither head nor the page header is read to find it */
+	uint32_t page_bias;
 	struct rxp_page *head_page; /* one reference held by the packet */
+	struct rxp_pktpool *pool;
 	/* Second line. */
 	uint8_t *head;
 	uint8_t *end;
-	struct rxp_pktpool *pool;
-	struct rxp_pkt *frag_list;
+	struct rxp_pkt *frag_list; /* members are never empty */
 	struct rxp_pkt *frag_tail;
 	uint64_t tstamp_ns; /* receive time (wire time for pcap input) */
-	uint32_t head_off; /* head - head_page->addr: a frag offset without
-			    * reading the page header */
+	uint16_t network_off; /* from head; 0xffff = unset */
+	uint16_t transport_off; /* from head; 0xffff = unset */
+	uint16_t queue; /* receive queue */
+	uint16_t protocol; /* ethertype, host order; 0 if unknown */
 	/* The owning layer's scratch. Not cleared when a packet is made (nor
 	 * frags[] past nr_frags): a layer writes the cb bytes it reads. */
 	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE];
@@ -291,7 +293,8 @@ static inline void rxp_page_batch_add(struct rxp_page_batch *pb, struct rxp_page
 enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
 					     struct rxp_page_batch *pb);
 
-/* Append from to to's frag_list as is, keeping its boundaries (forwarding).
+/* Append from to to's frag_list as is, keeping its boundaries (forwarding);
+ * an empty from is consumed instead (frag_list members are never empty).
  * Consumes from. */
 void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from);
 

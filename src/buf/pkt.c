@@ -4,6 +4,9 @@
  *
  * Invariants kept by every function here:
  *   - len == headlen + data_len, and data_len == sum(frags) + sum(frag_list lens);
+ *   - frag_list members are never empty, so data_len == 0 means no
+ *     frag_list (rxp_pkt_chain consumes an empty packet; trim and pulls
+ *     free members they empty);
  *   - head <= data <= tail <= end;
  *   - a packet holds exactly one reference on head_page (when set: a
  *     packet whose head was stolen holds none) and on each frags[i].page;
@@ -77,12 +80,13 @@ static void pkt_release_data(struct rxp_pkt *pkt)
 
 /*
  * Metadata straight from this thread's cache. Only what every packet reads
- * is initialised: the first line whole (zeroes but for owner and the unset
- * offsets), pool, the frag_list links and the timestamp. head, end, data,
- * tail and head_page are the caller's to set; frags[] beyond nr_frags are
- * never read; cb is the owning layer's scratch and is not cleared (each
- * layer writes the cb fields it reads, as defrag does). Skipping the rest
- * keeps a new packet to two dirty cache lines instead of three.
+ * is initialised: the first line whole (zeroes but for owner and pool),
+ * the frag_list links, the timestamp, the unset offsets, queue and
+ * protocol. head, end, data, tail, head_page and page_bias are the
+ * caller's to set; frags[] beyond nr_frags are never read; cb is the
+ * owning layer's scratch and is not cleared (each layer writes the cb
+ * fields it reads, as defrag does). Skipping the rest keeps a new packet to
+ * two dirty cache lines instead of three.
  */
 static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file, int line)
 {
@@ -92,12 +96,14 @@ static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file,
 		return NULL;
 	memset(pkt, 0, offsetof(struct rxp_pkt, head));
 	pkt->owner = (uint16_t)rxp_thread_id();
-	pkt->network_off = OFF_UNSET;
-	pkt->transport_off = OFF_UNSET;
 	pkt->pool = pp;
 	pkt->frag_list = NULL;
 	pkt->frag_tail = NULL;
 	pkt->tstamp_ns = 0;
+	pkt->network_off = OFF_UNSET;
+	pkt->transport_off = OFF_UNSET;
+	pkt->queue = 0;
+	pkt->protocol = 0;
 	return pkt;
 }
 
@@ -109,7 +115,7 @@ static void set_head(struct rxp_pkt *pkt, struct rxp_page *pg, uint32_t off, uin
 
 	pkt->head_page = pg;
 	pkt->head = head;
-	pkt->head_off = off;
+	pkt->page_bias = off - (uint32_t)(uintptr_t)head;
 	pkt->end = head + size;
 	pkt->data = pkt->tail = head + data_off;
 }

@@ -18,6 +18,10 @@
 
 void rxp_pkt_chain(struct rxp_pkt *to, struct rxp_pkt *from)
 {
+	if (!from->len) {
+		rxp_pkt_consume(from); /* frag_list members are never empty */
+		return;
+	}
 	from->next = NULL;
 	if (to->frag_tail)
 		to->frag_tail->next = from;
@@ -57,7 +61,7 @@ static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *ho
 		struct rxp_frag *f = &t->frags[t->nr_frags++];
 
 		f->page = from->head_page;
-		f->off = from->head_off + (uint32_t)(from->data - from->head);
+		f->off = (uint32_t)(uintptr_t)from->data + from->page_bias;
 		f->size = hl;
 	} else {
 		rxp_page_put(from->head_page);
@@ -141,22 +145,23 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
 	 * free frag slot (or a last frag that from's piece continues).
 	 * merge() would steal the same way; this is it without the general
 	 * bookkeeping: one frag moved (or the last one grown), from's
-	 * metadata freed. Reading no page header: the offset of a linear
-	 * part comes from head_off.
+	 * metadata freed. Of a linear from it reads the first cache line
+	 * alone: frag_list members are never empty, so data_len == 0 says
+	 * there is no frag_list, and page_bias gives the offset.
 	 */
-	if (rxp_likely(!from->frag_list && !t->frag_list && !rxp_pkt_cloned(t) &&
-		       from->len > rxp_pkt_tailroom(t))) {
+	if (rxp_likely(!t->frag_list && !rxp_pkt_cloned(t) && from->len > rxp_pkt_tailroom(t))) {
 		struct rxp_page *pg, *extra = NULL;
 		uint32_t off, size = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
 		unsigned tid;
 
-		if (from->data == from->tail && from->nr_frags == 1) {
+		if (!from->data_len && !from->nr_frags && from->data != from->tail) {
+			pg = from->head_page;
+			off = (uint32_t)(uintptr_t)from->data + from->page_bias;
+		} else if (from->data == from->tail && from->nr_frags == 1 &&
+			   from->data_len == from->frags[0].size) {
 			pg = from->frags[0].page;
 			off = from->frags[0].off;
 			extra = from->head_page;
-		} else if (!from->nr_frags && from->data != from->tail) {
-			pg = from->head_page;
-			off = from->head_off + (uint32_t)(from->data - from->head);
 		} else {
 			goto general;
 		}

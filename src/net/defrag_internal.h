@@ -162,6 +162,9 @@ struct dfr_queue {
 	 * page headers (which freeing the datagram reads) with the
 	 * fragments, not after them. Hints. */
 	struct rxp_page *pg[DFR_PF];
+	struct rxp_pkt *pkt0; /* the offset-0 fragment, once here: the
+			       * result, whose second line and frag array
+			       * completion writes (a hint) */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 1 starts at expires");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 2 starts at pf");

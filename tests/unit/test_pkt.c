@@ -342,7 +342,7 @@ static void test_coalesce_cloned_from(void **state)
 }
 
 /* The fast path for a linear from (an IP fragment with its header pulled):
- * its head becomes one of to's frags at head_off + (data - head), and a
+ * its head becomes one of to's frags at data's offset in its page, and a
  * slice that continues to's last frag in the same buffer grows that frag
  * instead, its reference dropped. */
 static void test_coalesce_linear_slices(void **state)
@@ -362,7 +362,7 @@ static void test_coalesce_linear_slices(void **state)
 	assert_non_null(a);
 	assert_non_null(b);
 	assert_non_null(rxp_pkt_pull(a, 20));
-	assert_int_equal(b->head_off, 600);
+	assert_int_equal((uint32_t)(uintptr_t)b->data + b->page_bias, 600);
 
 	ts = to->truesize;
 	assert_int_equal(rxp_pkt_try_coalesce(to, a), RXP_COALESCE_STOLEN);
@@ -382,6 +382,32 @@ static void test_coalesce_linear_slices(void **state)
 	assert_int_equal(rxp_page_refcount(pg), 1);
 	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
 	check_bytes(to, 5, 0);
+	rxp_pkt_consume(to);
+	rxpt_pktpool_teardown(pp);
+}
+
+/* frag_list members are never empty: chaining an empty packet consumes it,
+ * so a packet whose bytes are all linear (data_len 0) has no frag_list,
+ * which coalescing relies on. */
+static void test_chain_empty_consumed(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_pkt *to = mkpkt(pp, 100, 3), *e = rxp_pkt_alloc(pp, 10), *m;
+
+	assert_non_null(e);
+	rxp_pkt_chain(to, e);
+	assert_null(to->frag_list);
+	assert_int_equal(to->data_len, 0);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	m = mkpkt(pp, 50, 3 + 100 * 131u);
+	rxp_pkt_chain(to, m);
+	assert_ptr_equal(to->frag_list, m);
+	assert_int_equal(to->data_len, 50);
+	/* trimming the member away frees it and leaves no frag_list */
+	assert_int_equal(rxp_pkt_trim(to, 100), 0);
+	assert_null(to->frag_list);
+	assert_int_equal(to->data_len, 0);
+	check_bytes(to, 3, 0);
 	rxp_pkt_consume(to);
 	rxpt_pktpool_teardown(pp);
 }
@@ -515,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_coalesce),
 		cmocka_unit_test(test_coalesce_cloned_from),
 		cmocka_unit_test(test_coalesce_linear_slices),
+		cmocka_unit_test(test_chain_empty_consumed),
 		cmocka_unit_test(test_build_and_drop_counts),
 		cmocka_unit_test(test_exhaustion),
 		cmocka_unit_test(test_queue),
