@@ -10,13 +10,6 @@
 #define __rxp_cache_aligned __attribute__((aligned(RXP_CACHELINE)))
 #define RXP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define rxp_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-/* On a function whose short copy loops must stay loops: GCC turns them
- * into memmove calls, which cost more than moving a few words. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define RXP_NO_LOOP_TO_CALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define RXP_NO_LOOP_TO_CALL
-#endif
 #define RXP_ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((__typeof__(x))(a)-1))
 
 #endif

@@ -126,11 +126,8 @@ static void small_start(struct dfr_queue *q)
 }
 
 /* Small form: place pkt, [off, end) with off < q->tail_end, among the runs.
- * -1 when the small form has no room (the caller goes to the tree). The
- * shift of at most 7 entries stays a loop (GCC would make it memmove
- * calls, each costing more than the whole move). */
-static RXP_NO_LOOP_TO_CALL int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off,
-					    uint32_t end)
+ * -1 when the small form has no room (the caller goes to the tree). */
+static int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
 	unsigned n = q->nsmall, i;
 
@@ -165,11 +162,40 @@ static RXP_NO_LOOP_TO_CALL int small_insert(struct dfr_queue *q, struct rxp_pkt 
 	}
 	if (n == DFR_SMALL_RUNS)
 		return -1;
-	for (unsigned j = n; j > i; j--) {
-		q->soff[j] = q->soff[j - 1];
-		q->send[j] = q->send[j - 1];
-		q->stail[j] = q->stail[j - 1];
+		/* Runs i.. move up one, the highest first: unrolled, as GCC makes
+	 * memmove calls of a loop, each costing more than the whole move. */
+#define MV(j)                                  \
+	do {                                   \
+		q->soff[j] = q->soff[(j)-1];   \
+		q->send[j] = q->send[(j)-1];   \
+		q->stail[j] = q->stail[(j)-1]; \
+	} while (0)
+	switch (n - i) {
+	case 7:
+		MV(i + 7);
+		/* fallthrough */
+	case 6:
+		MV(i + 6);
+		/* fallthrough */
+	case 5:
+		MV(i + 5);
+		/* fallthrough */
+	case 4:
+		MV(i + 4);
+		/* fallthrough */
+	case 3:
+		MV(i + 3);
+		/* fallthrough */
+	case 2:
+		MV(i + 2);
+		/* fallthrough */
+	case 1:
+		MV(i + 1);
+		break;
+	default:
+		break;
 	}
+#undef MV
 	q->soff[i] = off;
 	q->send[i] = end;
 	q->stail[i] = pkt;
