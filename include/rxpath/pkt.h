@@ -161,6 +161,12 @@ static inline uint32_t rxp_pkt_headlen(const struct rxp_pkt *p)
 {
 	return (uint32_t)(p->tail - p->data);
 }
+/* Where data sits in head_page (from head_page->addr), without reading the
+ * page header or head: what a page frag of the linear part starts at. */
+static inline uint32_t rxp_pkt_data_page_off(const struct rxp_pkt *p)
+{
+	return (uint32_t)(uintptr_t)p->data + p->page_bias;
+}
 static inline uint32_t rxp_pkt_headroom(const struct rxp_pkt *p)
 {
 	return (uint32_t)(p->data - p->head);

@@ -61,7 +61,7 @@ static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *ho
 		struct rxp_frag *f = &t->frags[t->nr_frags++];
 
 		f->page = from->head_page;
-		f->off = (uint32_t)(uintptr_t)from->data + from->page_bias;
+		f->off = rxp_pkt_data_page_off(from);
 		f->size = hl;
 	} else {
 		rxp_page_put(from->head_page);
@@ -156,7 +156,7 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
 
 		if (!from->data_len && !from->nr_frags && from->data != from->tail) {
 			pg = from->head_page;
-			off = (uint32_t)(uintptr_t)from->data + from->page_bias;
+			off = rxp_pkt_data_page_off(from);
 		} else if (from->data == from->tail && from->nr_frags == 1 &&
 			   from->data_len == from->frags[0].size) {
 			pg = from->frags[0].page;

@@ -11,9 +11,8 @@
  * slot (q->slot) or in exactly one bucket chain (displaced, counted by
  * ndisplaced), and in one FIFO, except between queue_unlink and
  * queue_release while finish() builds its datagram; c.mem is the sum over
- * queues of (queue
- * charge + truesize of its fragments); a fragment is owned by exactly one
- * queue or by the caller.
+ * queues of (queue charge + truesize of its fragments); a fragment is owned
+ * by exactly one queue or by the caller.
  * See include/rxpath/defrag.h for the rules and the pressure policy.
  */
 #include <errno.h>
@@ -560,8 +559,8 @@ static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint
 /* Building touches every fragment's first metadata line (and the result's
  * second line and frag array), freeing the datagram their page headers,
  * and finishing it the first fragment's IP header, each long out of cache
- * with many datagrams in flight: ask for them all at once. Always inlined: as a
- * function of its own, GCC finds it free of side effects and drops the
+ * with many datagrams in flight: ask for them all at once. Always inlined:
+ * as a function of its own, GCC finds it free of side effects and drops the
  * call (it did, and k=8 in order lost a third of its speed). */
 static inline __attribute__((always_inline)) void prefetch_frags(const struct dfr_queue *q)
 {

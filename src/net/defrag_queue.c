@@ -162,14 +162,14 @@ static int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, 
 	}
 	if (n == DFR_SMALL_RUNS)
 		return -1;
-		/* Runs i.. move up one, the highest first: unrolled, as GCC makes
-	 * memmove calls of a loop, each costing more than the whole move. */
 #define MV(j)                                  \
 	do {                                   \
 		q->soff[j] = q->soff[(j)-1];   \
 		q->send[j] = q->send[(j)-1];   \
 		q->stail[j] = q->stail[(j)-1]; \
 	} while (0)
+	/* Runs i.. move up one, the highest first: unrolled, as GCC makes
+	 * memmove calls of a loop, each costing more than the whole move. */
 	switch (n - i) {
 	case 7:
 		MV(i + 7);
@@ -354,7 +354,8 @@ static struct rxp_pkt *list_from_tail(struct rxp_pkt *p, struct rxp_pkt **last)
 
 	*last = p;
 	while (p) {
-		/* Coalescing reads each fragment's page header next. */
+		/* Freeing the datagram reads each fragment's page header:
+		 * asked for here too, for fragments past the queue's hints. */
 		__builtin_prefetch(p->head_page);
 		prev = p->next;
 		p->next = list;

@@ -84,7 +84,7 @@ static bool take(struct cursor *c, uint32_t want, struct piece *pc)
 		pc->ptr = c->m->data + c->pos;
 	} else {
 		pc->page = c->m->head_page;
-		pc->off = (uint32_t)(c->m->data - c->m->head_page->addr) + c->pos;
+		pc->off = rxp_pkt_data_page_off(c->m) + c->pos;
 		pc->ptr = NULL;
 	}
 	c->pos += pc->size;

@@ -71,8 +71,7 @@ static inline int tipc_pkt_add_range(struct rxp_pkt *dst, struct rxp_pkt *src, u
 	 * writes into it (push, may_pull into headroom) without unsharing. */
 	src->flags |= RXP_PKT_F_CLONED;
 	rxp_page_get(src->head_page);
-	r = rxp_pkt_add_frag(dst, src->head_page,
-			     (uint32_t)(src->data - src->head_page->addr) + off, len, len);
+	r = rxp_pkt_add_frag(dst, src->head_page, rxp_pkt_data_page_off(src) + off, len, len);
 	if (r)
 		rxp_page_put(src->head_page);
 	return r;

@@ -360,7 +360,7 @@ int rxp_tipc_fragment(struct rxp_pktpool *pp, struct rxp_pkt *msg, uint32_t mtu,
 	w0 = rxp_tipc_word(tmpl, 0);
 	if (rxp_pkt_is_linear(msg) && !msg->frag_list) {
 		fc.src = msg->head_page;
-		fc.src_off = (uint32_t)(msg->data - msg->head_page->addr);
+		fc.src_off = rxp_pkt_data_page_off(msg);
 		fc.src_bias = (total + chunk - 1) / chunk;
 		rxp_page_get_many(fc.src, fc.src_bias);
 	}

@@ -36,8 +36,7 @@ int tipc_pkt_add_range_any(struct rxp_pkt *dst, struct rxp_pkt *src, uint32_t of
 		uint32_t n = (end < hl ? end : hl) - off;
 
 		src->flags |= RXP_PKT_F_CLONED; /* its head is shared from here on */
-		r = add_piece(dst, src->head_page,
-			      (uint32_t)(src->data - src->head_page->addr) + off, n);
+		r = add_piece(dst, src->head_page, rxp_pkt_data_page_off(src) + off, n);
 		if (r)
 			return r;
 	}
