@@ -12,13 +12,16 @@
  *  3. FragmentSmack: cost per fragment for n never-completing 8-byte
  *     fragments in random order. One queue holds at most 8190 distinct
  *     8-byte slots below 65535, so for n beyond that the fragments are
- *     spread over ceil(n/8190) queues of that size.
+ *     spread over ceil(n/8190) queues of that size. Times, and callgrind
+ *     instructions per fragment (where valgrind is installed), which show
+ *     the work's growth apart from the caches'.
  *
  * Rows are medians of --runs runs; rxpath and DPDK alternate within a run.
  * RXP_BENCH_ND=n sets the datagrams in flight of rows 1 (default 10000).
  */
 #define _GNU_SOURCE /* nftw */
 #include <errno.h>
+#include <math.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,8 +454,39 @@ int main(int argc, char **argv)
 		bench_add(&tab, "fragmentsmack", v, "ns", bench_median(ns, o.runs), 1,
 			  n == 64 ? NULL : "n=64 ns/frag");
 	}
-	if (o.runs)
+	if (o.runs) {
+		/* Times grow with the queue's working set leaving the caches;
+		 * the work itself is what should grow as log n. */
+		double ir64 = 0, ir = 0;
+		uint32_t nmax = 0;
+
+		for (uint32_t n = 64; n <= (o.quick ? 4096u : 65536u); n *= 4) {
+			char env[64], v[64];
+			long c;
+
+			snprintf(env, sizeof(env), "RXP_BENCH_SMACK_N=%u", n);
+			c = bench_callgrind("smack_insert", env, "", NULL, NULL);
+			if (c <= 0) {
+				fprintf(stderr,
+					"bench defrag: no callgrind (valgrind); FragmentSmack "
+					"instruction counts left out\n");
+				break;
+			}
+			ir = (double)c / n;
+			if (n == 64)
+				ir64 = ir;
+			nmax = n;
+			snprintf(v, sizeof(v), "n=%u instr/frag", n);
+			bench_add(&tab, "fragmentsmack instr", v, "instr", ir, 1,
+				  n == 64 ? NULL : "n=64 instr/frag");
+		}
 		bench_report(&tab, &o);
+		if (nmax > 64)
+			printf("fragmentsmack: instructions per fragment from n=64 to n=%u: %.0f "
+			       "to "
+			       "%.0f (%.2fx), while log2 n grows %.2fx\n",
+			       nmax, ir64, ir, ir / ir64, log2((double)nmax) / 6.0);
+	}
 	rxp_defrag_table_destroy(t);
 	rxp_pktpool_destroy(pp);
 	rxp_pktpool_destroy(pp45);

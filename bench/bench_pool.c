@@ -415,33 +415,6 @@ static double run_pair(int kind, long n)
 	return r;
 }
 
-/* ---- callgrind instruction counts --------------------------------------- */
-
-static long instr_count(const char *self, const char *loopname, long n)
-{
-	char cmd[2200], out[64] = "/tmp/rxpbench-cg.XXXXXX";
-	int fd = mkstemp(out);
-	long total = -1;
-	char line[512];
-	FILE *f;
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	snprintf(cmd, sizeof(cmd),
-		 "valgrind --tool=callgrind --toggle-collect=%s --callgrind-out-file=%s '%s' "
-		 "--callgrind-one %s %ld >/dev/null 2>&1",
-		 loopname, out, self, loopname, n);
-	if (system(cmd) == 0 && (f = fopen(out, "r"))) {
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "totals:", 7) || !strncmp(line, "summary:", 8))
-				total = atol(strchr(line, ':') + 1);
-		fclose(f);
-	}
-	unlink(out);
-	return total;
-}
-
 static void load_allocators(void)
 {
 #ifdef RXP_MIMALLOC_LIB
@@ -673,42 +646,39 @@ int main(int argc, char **argv)
 
 	if (instr) {
 		struct bench_table ti = {.name = "pool_instr"};
-		char self[1024];
-		ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		long n = 100000;
+		static const struct {
+			const char *g, *name, *loop, *base;
+		} iv[] = {
+			{"1 single", "dpdk mempool cache256", "loop_dpdk_single", NULL},
+			{"1 single", "rxpath pool cache256", "loop_rxp_single",
+			 "dpdk mempool cache256"},
+			{"1 single", "rxpath pool, 2 allocating threads", "loop_rxp_single_sh",
+			 "dpdk mempool cache256"},
+			{"1 single", "glibc malloc", "loop_glibc", "dpdk mempool cache256"},
+			{"1 single", "mimalloc", "loop_mimalloc", "dpdk mempool cache256"},
+			{"1 bulk32", "dpdk mempool cache256", "loop_dpdk_bulk", NULL},
+			{"1 bulk32", "rxpath pool cache256", "loop_rxp_bulk",
+			 "dpdk mempool cache256"},
+			{"1 bulk32", "rxpath pool, 2 allocating threads", "loop_rxp_bulk_sh",
+			 "dpdk mempool cache256"},
+			{"3 same-thread free", "free to shared ring", "loop_rxp_put_shared", NULL},
+			{"3 same-thread free", "free to local cache", "loop_rxp_single",
+			 "free to shared ring"},
+		};
 
-		if (len > 0) {
-			self[len] = 0;
-			printf("\ncallgrind instructions per object (%ld objects):\n", n);
-			static const struct {
-				const char *g, *name, *loop, *base;
-			} iv[] = {
-				{"1 single", "dpdk mempool cache256", "loop_dpdk_single", NULL},
-				{"1 single", "rxpath pool cache256", "loop_rxp_single",
-				 "dpdk mempool cache256"},
-				{"1 single", "rxpath pool, 2 allocating threads",
-				 "loop_rxp_single_sh", "dpdk mempool cache256"},
-				{"1 single", "glibc malloc", "loop_glibc", "dpdk mempool cache256"},
-				{"1 single", "mimalloc", "loop_mimalloc", "dpdk mempool cache256"},
-				{"1 bulk32", "dpdk mempool cache256", "loop_dpdk_bulk", NULL},
-				{"1 bulk32", "rxpath pool cache256", "loop_rxp_bulk",
-				 "dpdk mempool cache256"},
-				{"1 bulk32", "rxpath pool, 2 allocating threads",
-				 "loop_rxp_bulk_sh", "dpdk mempool cache256"},
-				{"3 same-thread free", "free to shared ring", "loop_rxp_put_shared",
-				 NULL},
-				{"3 same-thread free", "free to local cache", "loop_rxp_single",
-				 "free to shared ring"},
-			};
-			for (size_t i = 0; i < sizeof(iv) / sizeof(iv[0]); i++) {
-				long ir = instr_count(self, iv[i].loop, n);
+		printf("\ncallgrind instructions per object (%ld objects):\n", n);
+		for (size_t i = 0; i < sizeof(iv) / sizeof(iv[0]); i++) {
+			char args[128];
+			long ir;
 
-				if (ir > 0)
-					bench_add(&ti, iv[i].g, iv[i].name, "instr/obj",
-						  (double)ir / (double)n, 1, iv[i].base);
-			}
-			bench_report(&ti, &o);
+			snprintf(args, sizeof(args), "--callgrind-one %s %ld", iv[i].loop, n);
+			ir = bench_callgrind(iv[i].loop, "", args, NULL, NULL);
+			if (ir > 0)
+				bench_add(&ti, iv[i].g, iv[i].name, "instr/obj",
+					  (double)ir / (double)n, 1, iv[i].base);
 		}
+		bench_report(&ti, &o);
 	}
 	return 0;
 }

@@ -338,35 +338,15 @@ static int callgrind_child(const char *variant, unsigned iters)
 }
 
 /* Instructions per message of one variant, or -1 without valgrind. */
-static double callgrind_ir(const char *self, const char *variant, const char *fn, unsigned iters)
+static double callgrind_ir(const char *variant, const char *fn, unsigned iters)
 {
-	char cmd[2048], out[] = "/tmp/rxp_bench_tipc_cg.XXXXXX", line[4096];
-	double ir = -1, msgs = 0;
-	FILE *f;
-	int fd = mkstemp(out);
+	char args[128];
+	double msgs = 0;
+	long ir;
 
-	if (fd < 0)
-		return -1;
-	close(fd);
-	snprintf(cmd, sizeof(cmd),
-		 "valgrind --tool=callgrind --callgrind-out-file=%s --toggle-collect=%s "
-		 "%s --callgrind-child %s %u 2>/dev/null",
-		 out, fn, self, variant, iters);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		sscanf(line, "msgs %lf", &msgs);
-	if (pclose(f) != 0)
-		return -1;
-	f = fopen(out, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "totals:", 7) || !strncmp(line, "summary:", 8))
-			ir = strtod(strchr(line, ':') + 1, NULL);
-	if (f)
-		fclose(f);
-	unlink(out);
-	return ir > 0 && msgs > 0 ? ir / msgs : -1;
+	snprintf(args, sizeof(args), "--callgrind-child %s %u", variant, iters);
+	ir = bench_callgrind(fn, "", args, "msgs", &msgs);
+	return ir > 0 && msgs > 0 ? (double)ir / msgs : -1;
 }
 
 static void pool_init(void)
@@ -450,10 +430,10 @@ int main(int argc, char **argv)
 	}
 	if (callgrind) {
 		unsigned n = o.quick ? 200 : 2000;
-		double un = callgrind_ir(argv[0], "unchecked", "bench_tipc_extract_unchecked", n);
-		double ch = callgrind_ir(argv[0], "checked", "bench_tipc_extract_checked", n);
-		double lib = callgrind_ir(argv[0], "library", "bench_tipc_library", n);
-		double fr = callgrind_ir(argv[0], "frag", "bench_tipc_frag_one", n / 10);
+		double un = callgrind_ir("unchecked", "bench_tipc_extract_unchecked", n);
+		double ch = callgrind_ir("checked", "bench_tipc_extract_checked", n);
+		double lib = callgrind_ir("library", "bench_tipc_library", n);
+		double fr = callgrind_ir("frag", "bench_tipc_frag_one", n / 10);
 
 		if (un < 0 || ch < 0 || lib < 0 || fr < 0) {
 			fprintf(stderr,

@@ -1,6 +1,7 @@
 /* Shared benchmark plumbing (see benchlib.h). */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -166,4 +167,41 @@ void bench_pin(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu % (n > 0 ? n : 1), &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+long bench_callgrind(const char *fn, const char *env, const char *args, const char *key,
+		     double *val)
+{
+	char self[1024], cmd[3300], out[64] = "/tmp/rxpbench-cg.XXXXXX", line[512];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	long total = -1;
+	size_t klen = key ? strlen(key) : 0;
+	int fd;
+	FILE *f;
+
+	if (len <= 0)
+		return -1;
+	self[len] = 0;
+	fd = mkstemp(out);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "env %s valgrind --tool=callgrind --toggle-collect=%s --callgrind-out-file=%s "
+		 "'%s' %s 2>/dev/null",
+		 env, fn, out, self, args);
+	f = popen(cmd, "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (key && !strncmp(line, key, klen) && line[klen] == ' ')
+				*val = strtod(line + klen + 1, NULL);
+		if (pclose(f) == 0 && (f = fopen(out, "r"))) {
+			while (fgets(line, sizeof(line), f))
+				if (!strncmp(line, "totals:", 7) || !strncmp(line, "summary:", 8))
+					total = atol(strchr(line, ':') + 1);
+			fclose(f);
+		}
+	}
+	unlink(out);
+	return total;
 }

@@ -58,4 +58,13 @@ void bench_report(struct bench_table *t, const struct bench_opts *o);
 /* Pin the calling thread to a CPU (mod online CPUs); ignores failure. */
 void bench_pin(int cpu);
 
+/* Instructions executed inside function fn (callgrind --toggle-collect)
+ * when this benchmark's own executable runs with args, environment
+ * assignments env ("A=1 B=2", or "") added. With a key, a line "key V" on
+ * its stdout sets *val to V (what the run counted, to divide by); other
+ * output is discarded. -1 when valgrind is missing or the run fails.
+ * Instruction counts are stable where times on a shared machine are not. */
+long bench_callgrind(const char *fn, const char *env, const char *args, const char *key,
+		     double *val);
+
 #endif
