@@ -299,6 +299,13 @@ static inline void rxp_page_batch_add(struct rxp_page_batch *pb, struct rxp_page
 enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt *from,
 					     struct rxp_page_batch *pb);
 
+/* rxp_pkt_try_coalesce_batch() of each packet of list (linked through
+ * next, NULL-terminated) in turn, with the same outcome; the metadata of
+ * the linear packets whose data become frags goes back to its pool in one
+ * batch. What a reassembler does to the fragments of a complete message.
+ * Consumes every packet of list. */
+void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_page_batch *pb);
+
 /* Append from to to's frag_list as is, keeping its boundaries (forwarding);
  * an empty from is consumed instead (frag_list members are never empty).
  * Consumes from. */

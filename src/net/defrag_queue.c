@@ -486,11 +486,7 @@ struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 	} else {
 		struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
 
-		for (p = rest; p; p = pn) {
-			pn = p->next;
-			p->next = NULL;
-			rxp_pkt_try_coalesce_batch(head, p, &pb);
-		}
+		rxp_pkt_coalesce_list(head, rest, &pb);
 		rxp_page_batch_flush(&pb);
 	}
 	return head;

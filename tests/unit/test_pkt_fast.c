@@ -1,7 +1,8 @@
 /*
  * Unit tests for the packet layer's per-fragment fast paths (src/buf/pkt.c):
  * rxp_pkt_build_frag, the try_coalesce fast path (steal, extend a frag that
- * continues on the same page, fall back when frags are full), page batches,
+ * continues on the same page, fall back when frags are full), coalescing a
+ * whole list (the same outcome as one packet at a time), page batches,
  * may_pull reusing headroom, and the partial initialisation of new metadata.
  */
 #include <errno.h>
@@ -410,11 +411,231 @@ static void test_may_pull_headroom(void **state)
 	assert_int_equal(rxpt_pages_outstanding(), 0);
 }
 
+/* One side of test_coalesce_list: its pools and pages. */
+struct clist_side {
+	struct rxp_pktpool *pp, *pp2;
+	struct rxp_page *pg, *hp;
+	struct rxp_pkt *to, *list;
+	uint64_t consumed;
+};
+
+#define CLIST_PG 65536u
+
+/* to and a list of packets, all from the seed, of the kinds a coalescing
+ * caller meets: linear slices of one page (continuing the last slice or
+ * after a gap), small pool packets (copied into tailroom while to has
+ * some), fragments with a header slice and one data frag, pool packets of
+ * their own buffer, and linear slices made by a second pool. */
+static void clist_make(struct clist_side *sd, uint64_t seed)
+{
+	struct rxpt_rng r;
+	struct rxp_pkt **link = &sd->list;
+	uint32_t cursor = 0, slot = 0, n;
+
+	rxpt_rng_seed(&r, seed);
+	sd->pp = mkpool();
+	{
+		struct rxp_pktpool_config c = {.name = "t2", .n_pkts = 64, .n_bufs = 8};
+
+		sd->pp2 = rxp_pktpool_create(&c);
+		assert_non_null(sd->pp2);
+	}
+	sd->pg = rxpt_page_new(CLIST_PG);
+	sd->hp = rxpt_page_new(64 * 64);
+	rxpt_fill(sd->pg->addr, CLIST_PG, (uint32_t)seed);
+	memset(sd->hp->addr, 0, 64 * 64);
+	if (rxpt_rng_below(&r, 3)) {
+		uint32_t l = 1 + (uint32_t)rxpt_rng_below(&r, 1900);
+
+		sd->to = rxp_pkt_alloc(sd->pp, l);
+		assert_non_null(sd->to);
+		rxpt_fill(rxp_pkt_put(sd->to, l), l, (uint32_t)seed + 1);
+	} else {
+		sd->to = frag(sd->pp, sd->hp, slot++, sd->pg, 0, 100);
+		cursor = 100;
+	}
+	n = 1 + (uint32_t)rxpt_rng_below(&r, 30);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t kind = (uint32_t)rxpt_rng_below(&r, 10), len;
+		struct rxp_pkt *p;
+
+		if (kind < 5 || kind == 9) {
+			/* a slice of pg: [cursor, + len), its head starting
+			 * up to 40 bytes before data */
+			uint32_t pre = (uint32_t)rxpt_rng_below(&r, 41);
+
+			len = 1 + (uint32_t)rxpt_rng_below(&r, 600);
+			if (rxpt_rng_below(&r, 3) == 0)
+				cursor += 8 * (uint32_t)rxpt_rng_below(&r, 20);
+			if (cursor < pre || cursor + len > CLIST_PG)
+				cursor = 64;
+			rxp_page_get(sd->pg);
+			p = rxp_pkt_build(kind == 9 ? sd->pp2 : sd->pp, sd->pg, cursor - pre,
+					  pre + len, pre, len);
+			cursor += len;
+		} else if (kind < 7) {
+			len = 1 + (uint32_t)rxpt_rng_below(&r, kind == 5 ? 64 : 1500);
+			p = rxp_pkt_alloc(sd->pp, len);
+			assert_non_null(p);
+			rxpt_fill(rxp_pkt_put(p, len), len, (uint32_t)seed + i);
+		} else {
+			len = 1 + (uint32_t)rxpt_rng_below(&r, 400);
+			if (cursor + len > CLIST_PG)
+				cursor = 64;
+			p = frag(sd->pp, sd->hp, slot++ % 64, sd->pg, cursor, len);
+			cursor += len;
+		}
+		assert_non_null(p);
+		*link = p;
+		link = &p->next;
+	}
+	*link = NULL;
+}
+
+static uint64_t consumed(struct rxp_pktpool *pp)
+{
+	struct rxp_pktpool_stats st;
+
+	rxp_pktpool_get_stats(pp, &st);
+	return st.consumed;
+}
+
+/* Free what a side holds; its pools are torn down once both sides' pages
+ * are back (the teardown assertion counts every test page). */
+static void clist_release(struct clist_side *sd)
+{
+	rxp_pkt_consume(sd->to);
+	assert_int_equal(rxp_page_refcount(sd->pg), 1);
+	rxp_page_put(sd->pg);
+	rxp_page_put(sd->hp);
+}
+
+static void clist_teardown(struct clist_side *sd)
+{
+	rxpt_pktpool_teardown(sd->pp);
+	rxpt_pktpool_teardown(sd->pp2);
+}
+
+/* rxp_pkt_coalesce_list against try_coalesce_batch one packet at a time, on
+ * the same lists from a seed: the same bytes, the same frags (page, offset,
+ * size), the same frag_list, len, data_len and truesize, the same page
+ * references and the same packets consumed. */
+static void test_coalesce_list(void **state)
+{
+	uint64_t seed = rxpt_seed("coalesce_list");
+
+	for (unsigned trial = 0; trial < 400; trial++) {
+		struct clist_side a = {0}, b = {0};
+		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}}, pb = {{NULL, NULL}, {0, 0}};
+		struct rxp_pkt *p, *pn, *ma, *mb;
+		uint8_t *ba, *bb;
+
+		clist_make(&a, seed + trial);
+		clist_make(&b, seed + trial);
+		rxp_pkt_coalesce_list(a.to, a.list, &pa);
+		for (p = b.list; p; p = pn) {
+			pn = p->next;
+			p->next = NULL;
+			rxp_pkt_try_coalesce_batch(b.to, p, &pb);
+		}
+		rxp_page_batch_flush(&pa);
+		rxp_page_batch_flush(&pb);
+		assert_int_equal(a.to->len, b.to->len);
+		assert_int_equal(a.to->data_len, b.to->data_len);
+		assert_int_equal(a.to->truesize, b.to->truesize);
+		assert_int_equal(rxp_pkt_headlen(a.to), rxp_pkt_headlen(b.to));
+		for (ma = a.to, mb = b.to; ma && mb; ma = ma == a.to ? a.to->frag_list : ma->next,
+		    mb = mb == b.to ? b.to->frag_list : mb->next) {
+			assert_int_equal(ma->len, mb->len);
+			assert_int_equal(ma->nr_frags, mb->nr_frags);
+			for (unsigned i = 0; i < ma->nr_frags; i++) {
+				assert_int_equal(ma->frags[i].page == a.pg,
+						 mb->frags[i].page == b.pg);
+				assert_int_equal(ma->frags[i].page == a.hp,
+						 mb->frags[i].page == b.hp);
+				assert_int_equal(ma->frags[i].off, mb->frags[i].off);
+				assert_int_equal(ma->frags[i].size, mb->frags[i].size);
+			}
+		}
+		assert_null(ma);
+		assert_null(mb);
+		ba = malloc(a.to->len + 1);
+		bb = malloc(b.to->len + 1);
+		assert_int_equal(rxp_pkt_copy_bits(a.to, 0, ba, a.to->len), 0);
+		assert_int_equal(rxp_pkt_copy_bits(b.to, 0, bb, b.to->len), 0);
+		assert_memory_equal(ba, bb, a.to->len);
+		free(ba);
+		free(bb);
+		assert_int_equal(rxp_page_refcount(a.pg), rxp_page_refcount(b.pg));
+		assert_int_equal(rxp_page_refcount(a.hp), rxp_page_refcount(b.hp));
+		assert_int_equal(consumed(a.pp), consumed(b.pp));
+		assert_int_equal(consumed(a.pp2), consumed(b.pp2));
+		assert_int_equal(rxp_pktpool_pkts_outstanding(a.pp),
+				 rxp_pktpool_pkts_outstanding(b.pp));
+		assert_int_equal(rxp_pktpool_pkts_outstanding(a.pp2),
+				 rxp_pktpool_pkts_outstanding(b.pp2));
+		clist_release(&a);
+		clist_release(&b);
+		clist_teardown(&a);
+		clist_teardown(&b);
+	}
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
+/* What the list form does in one batch: gapped linear slices of one page
+ * each become a frag of to (no byte copied), their metadata goes back to
+ * the pool and counts as consumed; a slice that continues the last one
+ * grows that frag. */
+static void test_coalesce_list_batch(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_page *pg = rxpt_page_new(8192);
+	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
+	struct rxp_pkt *to = rxp_pkt_alloc(pp, 1900), *list = NULL, **link = &list;
+	uint64_t c0 = consumed(pp);
+	uint8_t want[1900 + 6 * 100], got[sizeof(want)];
+
+	assert_non_null(to);
+	rxpt_fill(pg->addr, 8192, 4);
+	rxpt_fill(rxp_pkt_put(to, 1900), 1900, 8);
+	memcpy(want, to->data, 1900);
+	for (uint32_t i = 0; i < 6; i++) {
+		/* slices at 0, 200, 400, 600, 800, and 900 (continuing 800) */
+		uint32_t off = i < 5 ? 200 * i : 900;
+		struct rxp_pkt *p;
+
+		rxp_page_get(pg);
+		p = rxp_pkt_build(pp, pg, off, 100, 0, 100);
+		assert_non_null(p);
+		memcpy(want + 1900 + 100 * i, pg->addr + off, 100);
+		*link = p;
+		link = &p->next;
+	}
+	rxp_pkt_coalesce_list(to, list, &pb);
+	rxp_page_batch_flush(&pb);
+	assert_int_equal(to->nr_frags, 5);
+	assert_int_equal(to->frags[4].off, 800);
+	assert_int_equal(to->frags[4].size, 200);
+	assert_int_equal(to->len, sizeof(want));
+	assert_int_equal(to->data_len, 600);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	assert_int_equal(consumed(pp) - c0, 6);
+	assert_int_equal(rxp_page_refcount(pg), 6); /* ours + five frags */
+	assert_int_equal(rxp_pkt_copy_bits(to, 0, got, sizeof(got)), 0);
+	assert_memory_equal(got, want, sizeof(want));
+	rxp_pkt_consume(to);
+	assert_int_equal(rxp_page_refcount(pg), 1);
+	rxp_page_put(pg);
+	rxpt_pktpool_teardown(pp);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_build_frag),    cmocka_unit_test(test_meta_reinit),
 		cmocka_unit_test(test_coalesce_fast), cmocka_unit_test(test_coalesce_fast_refusals),
+		cmocka_unit_test(test_coalesce_list), cmocka_unit_test(test_coalesce_list_batch),
 		cmocka_unit_test(test_page_batch),    cmocka_unit_test(test_may_pull_headroom),
 	};
 
