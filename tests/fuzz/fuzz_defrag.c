@@ -1,8 +1,12 @@
-/* libFuzzer target: an input is a sequence of records
+/* libFuzzer target: an input is one configuration byte (bits 0-1: the
+ * policy, of strict, bsd, last and windows; bit 2: forward mode; bit 3: the
+ * Linux-like pressure policy instead of eviction), then a sequence of
+ * records
  *   [1 byte flags][2 bytes length][length bytes of IPv4/IPv6 packet]
- * fed through one table (flags bit 0-1: policy group, bit 2: forward,
- * bits 3-7: time step), with a small memory cap and queue cap so eviction
- * and timeouts run too. Nothing may crash or leak. */
+ * (flags bit 0: run the timers after the packet; bits 3-7: how many 2 s
+ * steps the clock moves first) fed through one table with a small memory
+ * cap and queue cap, so eviction and timeouts run too. Nothing may crash
+ * or leak. */
 #include <stdint.h>
 #include <string.h>
 

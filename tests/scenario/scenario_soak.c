@@ -118,7 +118,7 @@ static void test_soak(void **state)
 	assert_non_null(grp);
 	assert_int_equal(pthread_create(&th, NULL, runner, NULL), 0);
 	while (!done) {
-		usleep(200000);
+		usleep(20000);
 		rxp_worker_group_stats(grp, &st, &i4, &i6, &u, &rc, &ts);
 		long r = rss_kb();
 
@@ -131,6 +131,8 @@ static void test_soak(void **state)
 			rss_max = r;
 	}
 	pthread_join(th, NULL);
+	if (rss_warm && rss_kb() > rss_max)
+		rss_max = rss_kb(); /* the end state counts too */
 	rxp_worker_group_stats(grp, &st, &i4, &i6, &u, &rc, &ts);
 	printf("[soak] %llu frames, %lu datagrams, %lu messages, %lu corrupted; reasm OK %llu "
 	       "fails %llu evictions %llu; RSS after warm-up %ld KiB, max %ld KiB\n",
@@ -141,8 +143,14 @@ static void test_soak(void **state)
 	assert_int_equal(atomic_load(&s.bad), 0);
 	assert_true(st.rx_frames >= total * 99 / 100); /* loss is in the workload, before the NIC */
 	assert_true(atomic_load(&s.datagrams) > 0 && atomic_load(&s.messages) > 0);
+	/* A run of the default length always samples after warm-up; a short
+	 * one (RXP_SOAK_FRAMES) may end first, and says so. */
+	if (total >= 1000000)
+		assert_true(rss_warm > 0);
 	if (rss_warm)
 		assert_true(rss_max <= rss_warm + rss_warm / 10 + 8192);
+	else
+		printf("[soak] run too short to sample memory after warm-up: not checked\n");
 	rxp_worker_group_destroy(grp);
 	assert_int_equal(rxp_dev_close(dev), 0);
 	for (int i = 0; i < NW; i++)

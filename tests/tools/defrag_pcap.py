@@ -8,7 +8,7 @@
                             reads OUT.pcap with tshark and compares datagram
                             lengths and payload digests with expect.json
 """
-import hashlib, json, random, subprocess, sys
+import hashlib, json, random, struct, subprocess, sys
 
 from scapy.all import (IP, IPv6, UDP, ARP, Ether, Raw, fragment, fragment6, wrpcap,
                        IPv6ExtHdrFragment, IPv6ExtHdrHopByHop)
@@ -119,9 +119,15 @@ def check(d, out, kept, extra=0):
     for e in exp["datagrams"]:
         if e in left:
             left.remove(e)
-    ok = len(left) == extra and len(got) - extra == len(exp["datagrams"]) and frags == kept
+    # The non-IP frame passes through: Ethernet inputs carry one ARP frame
+    # (raw IP ones cannot), and the output keeps the input's link type.
+    with open(out, "rb") as fh:
+        linktype = struct.unpack("<I", fh.read(24)[20:24])[0]
+    want_arp = exp["arp"] if linktype == 1 else 0
+    ok = (len(left) == extra and len(got) - extra == len(exp["datagrams"]) and frags == kept
+          and arps == want_arp)
     print(f"datagrams: got {len(got)} expected {len(exp['datagrams'])}; "
-          f"fragments kept: got {frags} expected {kept}; arp {arps}")
+          f"fragments kept: got {frags} expected {kept}; arp: got {arps} expected {want_arp}")
     if not ok:
         print("MISMATCH", got, exp["datagrams"])
     return 0 if ok else 1

@@ -167,26 +167,35 @@ static void test_nexthdr_from_first(void **state)
 	env_down(&e);
 }
 
-/* A link-local destination keys on the zone; a global one does not. */
+/* A link-local destination keys on the zone (the interface it came in
+ * on): fragments of one datagram seen in two zones are two datagrams. A
+ * global destination does not: they are one. */
 static void test_zone(void **state)
 {
-	struct env e1, e2;
-	struct rxp_defrag_config z1 = {.zone = 1};
+	struct env e;
 	uint8_t *pl = dt_payload(32, 9);
 	struct dt6 ll = {.id = 14, .dst = {0xfe, 0x80, [15] = 2}};
+	struct dt6 gl = {.id = 14, .dst = {0x20, 0x01, 0x0d, 0xb8, [15] = 2}};
+	struct rxp_pkt *r;
 
-	env_up(&e1, &z1);
-	env_up(&e2, NULL);
-	assert_null(in6(&e1, &ll, pl, 0, 16, true, 0));
-	assert_null(in6(&e2, &ll, pl, 0, 16, true, 0));
-	/* Both tables key differently only through the zone; check the
-	 * global case ignores it by completing in the zoned table. */
-	struct rxp_pkt *r = in6(&e1, &ll, pl, 16, 16, false, 0);
+	env_up(&e, NULL);
+	assert_null(rxp_defrag_zone(e.t, dt_frag6(e.pp, &ll, pl, 0, 16, true), 1, 0));
+	assert_null(rxp_defrag_zone(e.t, dt_frag6(e.pp, &ll, pl, 16, 16, false), 2, 0));
+	assert_int_equal(dt_ctr(e.t).queues, 2);
+	r = rxp_defrag_zone(e.t, dt_frag6(e.pp, &ll, pl, 16, 16, false), 1, 0);
 	assert_non_null(r);
 	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(e.t).queues, 1); /* zone 2's stays */
+
+	assert_null(rxp_defrag_zone(e.t, dt_frag6(e.pp, &gl, pl, 0, 16, true), 1, 0));
+	assert_int_equal(dt_ctr(e.t).queues, 2);
+	r = rxp_defrag_zone(e.t, dt_frag6(e.pp, &gl, pl, 16, 16, false), 2, 0);
+	assert_non_null(r);
+	assert_int_equal(r->len, 40 + 32);
+	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(e.t).queues, 1);
 	free(pl);
-	env_down(&e1);
-	env_down(&e2);
+	env_down(&e);
 }
 
 static void test_ecn_and_timeout(void **state)

@@ -142,7 +142,9 @@ static void test_meta_reinit(void **state)
 	p->next = p;
 	rxp_pkt_consume(p);
 	q = rxp_pkt_alloc(pp, 100);
-	/* Usually the same object (LIFO cache); the fields hold either way. */
+	/* The same object, back from this thread's cache (LIFO): recycled
+	 * metadata, which must come back cleared. */
+	assert_ptr_equal(q, p);
 	assert_int_equal(q->hash, 0);
 	assert_int_equal(q->queue, 0);
 	assert_int_equal(q->protocol, 0);
@@ -249,8 +251,10 @@ static void test_coalesce_fast(void **state)
 	assert_int_equal(rxpt_pages_outstanding(), 0);
 }
 
-/* The fast path leaves alone what it must not take: a linear to with
- * tailroom (copied), a cloned to (chained), a from with a linear part. */
+/* What the fast path leaves to the general one, with the outcomes the API
+ * defines: a linear to with tailroom (copied), a cloned from (its frag is
+ * stolen, its clone keeps its own reference), a from whose header is still
+ * linear (head and frag both taken as frags). */
 static void test_coalesce_fast_refusals(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();

@@ -337,9 +337,17 @@ static void test_same_thread_free_stays_local(void **state)
 	rxp_pool_get_stats(p, &st);
 	assert_int_equal(st.deferred, 0);
 	assert_int_equal(st.defer_overflow, 0);
-	/* put_shared bypasses the cache */
+	/* put_shared bypasses the cache: the next get does not return the
+	 * object (a put into the cache would: LIFO), and it is free. */
 	a = rxp_pool_get(p);
 	rxp_pool_put_shared(p, a);
+	assert_int_equal(rxp_pool_outstanding(p), 0);
+	{
+		void *b = rxp_pool_get(p);
+
+		assert_ptr_not_equal(b, a);
+		rxp_pool_put(p, b);
+	}
 	rxp_pool_flush_cache(p);
 	teardown(p);
 }
@@ -518,6 +526,15 @@ static void test_nocache_remote_free(void **state)
 		assert_non_null(nc_objs[i] = rxp_pool_get(nc_pool));
 	assert_int_equal(pthread_create(&t, NULL, nc_free, NULL), 0);
 	pthread_join(t, NULL);
+	{
+		struct rxp_pool_stats st;
+
+		rxp_pool_get_stats(nc_pool, &st);
+		assert_int_equal(st.free, 100);
+		assert_int_equal(st.deferred, 0); /* no owner cache to defer to */
+		assert_int_equal(st.defer_overflow, 0);
+		assert_int_equal(st.outstanding, 0);
+	}
 	teardown(nc_pool);
 }
 
