@@ -33,7 +33,7 @@ fuzz-build: deps
 	@CC=clang cmake -S . -B $(FUZZB) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_FUZZ=ON -DRXP_BENCH=OFF >/dev/null
 	@cmake --build $(FUZZB) -j $(JOBS)
 
-# The main job (see README): until the pipeline lands, the pool benchmark.
+# The main job (see README): the mixed workload through the whole pipeline.
 run: release
 	@$(REL)/rxpath run $(ARGS)
 

@@ -423,6 +423,9 @@ static void load_allocators(void)
 	if (h) {
 		mi_malloc_fn = (void *(*)(size_t))dlsym(h, "mi_malloc");
 		mi_free_fn = (void (*)(void *))dlsym(h, "mi_free");
+	} else {
+		fprintf(stderr, "bench pool: mimalloc not loaded (%s): its rows are left out\n",
+			dlerror());
 	}
 #endif
 #ifdef RXP_JEMALLOC_LIB
@@ -431,7 +434,27 @@ static void load_allocators(void)
 	if (j) {
 		je_malloc_fn = (void *(*)(size_t))dlsym(j, "malloc");
 		je_free_fn = (void (*)(void *))dlsym(j, "free");
+	} else {
+		fprintf(stderr, "bench pool: jemalloc not loaded (%s): its rows are left out\n",
+			dlerror());
 	}
+#endif
+}
+
+/* libjemalloc's thread-locals are initial-exec: dlopen() can place them only
+ * in the static TLS surplus, which glibc's default leaves too small for it
+ * ("cannot allocate memory in static TLS block"). The surplus is a tunable
+ * read at process start: set it and start again, once. */
+static void static_tls_for_jemalloc(char **argv)
+{
+#ifdef RXP_JEMALLOC_LIB
+	if (getenv("GLIBC_TUNABLES"))
+		return;
+	setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=65536", 1);
+	execv("/proc/self/exe", argv);
+	unsetenv("GLIBC_TUNABLES"); /* exec failed: go on, jemalloc may not load */
+#else
+	(void)argv;
 #endif
 }
 
@@ -514,6 +537,7 @@ int main(int argc, char **argv)
 	int instr = 0;
 	long n1, n2;
 
+	static_tls_for_jemalloc(argv);
 	memcpy(v, single_variants, sizeof(v));
 	/* internal: run one loop under callgrind */
 	if (argc == 4 && !strcmp(argv[1], "--callgrind-one")) {

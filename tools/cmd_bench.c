@@ -103,8 +103,9 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: rxpath bench [--out DIR] [--quick] [NAME...]\n\n"
 		   "Runs the component benchmarks (all that are built when no NAME is given:\n"
-		   "pool, ring, defrag, ipid, tipc), each comparing rxpath with its baselines\n"
-		   "(DPDK, malloc, the kernel) in the same run, median of at least 5 runs.\n"
+		   "pool, ring, defrag, goodput, ipid, tipc), each comparing rxpath with its\n"
+		   "baselines (DPDK, malloc, the kernel) in the same run, median of at least 5\n"
+		   "runs.\n"
 		   "Writes DIR/<name>.csv, DIR/summary.md and plots, where DIR defaults to\n"
 		   "bench/results/<YYYY-MM-DD>.\n\n"
 		   "  --out DIR   where to write results\n"
@@ -120,6 +121,9 @@ static int bench_main(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			/* After a single NAME: that benchmark's own help. */
+			if (nnames == 1)
+				return rxp_bench_exec(names[0], argc - i, argv + i);
 			usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
@@ -153,8 +157,7 @@ static int bench_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	snprintf(summary, sizeof(summary), "%s/summary.md", out);
-	/* Append mode: the benchmarks' tables are appended by tee too, and
-	 * every write must land at the end of the file. */
+	/* Append mode: every write must land at the end of the file. */
 	FILE *sf = fopen(summary, "w");
 
 	if (sf)
@@ -191,11 +194,26 @@ static int bench_main(int argc, char **argv)
 		}
 		fprintf(sf, "## %s\n\n```\n", names[i]);
 		fflush(sf);
-		snprintf(cmd, sizeof(cmd), "'%s' --outdir '%s'%s | tee -a '%s'", path, out,
-			 quick ? " --quick" : "", summary);
+		snprintf(cmd, sizeof(cmd), "'%s' --outdir '%s'%s", path, out,
+			 quick ? " --quick" : "");
 		printf("== %s\n", names[i]);
 		fflush(stdout);
-		int rc = system(cmd);
+		/* Its output to the terminal and the summary both (a tee of our
+		 * own: through a shell pipe the status would be tee's). */
+		int rc = -1;
+		FILE *po = popen(cmd, "r");
+
+		if (po) {
+			char buf[4096];
+			size_t n;
+
+			while ((n = fread(buf, 1, sizeof(buf), po)) > 0) {
+				fwrite(buf, 1, n, stdout);
+				fwrite(buf, 1, n, sf);
+			}
+			fflush(stdout);
+			rc = pclose(po);
+		}
 		if (rc != 0) {
 			fprintf(stderr, "rxpath bench: %s failed (status %d)\n", names[i], rc);
 			failed = 1;

@@ -4,8 +4,11 @@
  * Every discard goes through rxp_pkt_drop(pkt, RXP_DROP_<REASON>), which
  * counts the reason on the packet's pool (per thread, summed on read).
  * Frames lost before they became a packet (no posted buffer, say) are counted
- * by the device with rxp_drop_count(), against the same reasons.
+ * by the device with rxp_pktpool_count_drop(), against the same reasons.
  * Add a reason by adding one line here; names are what the CLI and JSON print.
+ * Two are reserved, never counted today, kept so that the values after them
+ * stay as they were: LINKTYPE (a capture's link type is refused when it is
+ * opened, not per packet) and SINK.
  */
 #ifndef RXPATH_DROP_H
 #define RXPATH_DROP_H
@@ -23,7 +26,7 @@
 	X(XDP_DROP, "xdp_drop")                               \
 	X(XDP_ABORTED, "xdp_aborted")                         \
 	X(TX_RING_FULL, "tx_ring_full")                       \
-	X(LINKTYPE, "unsupported_linktype")                   \
+	X(LINKTYPE, "unsupported_linktype") /* reserved */    \
 	X(L2_UNKNOWN, "l2_unknown_ethertype")                 \
 	X(FAULT_INJECT, "fault_injected")                     \
 	X(TX_ERROR, "tx_error")                               \
@@ -74,7 +77,7 @@
 	X(STEER_FULL, "steer_queue_full")                     \
 	X(TIPC_NO_LINK, "tipc_no_link")                       \
 	X(TEARDOWN, "teardown")                               \
-	X(SINK, "sink_rejected")                              \
+	X(SINK, "sink_rejected") /* reserved */               \
 	/* appended (values stay stable) */                   \
 	X(XDP_REDIRECT_XTHREAD, "xdp_redirect_other_thread")
 

@@ -137,7 +137,9 @@ struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const ch
 /* Build a packet around an existing buffer (what a driver does with a
  * received buffer): the head is [page->addr + buf_off, + buf_size), data at
  * data_off within it, len bytes. Consumes one reference on page, also on
- * failure (NULL when no metadata is left). */
+ * failure: NULL with errno EINVAL for a head outside the page or data
+ * outside the head (counted rx_bad_desc), ENOMEM when no metadata is left
+ * (counted nomem). */
 struct rxp_pkt *rxp_pkt_build(struct rxp_pktpool *pp, struct rxp_page *page, uint32_t buf_off,
 			      uint32_t buf_size, uint32_t data_off, uint32_t len);
 

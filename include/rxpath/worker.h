@@ -47,7 +47,7 @@ typedef void (*rxp_worker_message_fn)(void *arg, struct rxp_worker *w, struct rx
 
 struct rxp_worker_config {
 	unsigned nworkers; /* 1..RXP_WORKER_MAX */
-	struct rxp_dev *dev; /* polled; queue i by worker i (if it has one) */
+	struct rxp_dev *dev; /* polled: worker i takes queues i, i + n, i + 2n, ... (up to 32) */
 	struct rxp_pktpool *pp; /* shared packet pool */
 	unsigned budget; /* frames per poll (default 64) */
 	unsigned inbox; /* steering inbox size (default 4096) */
