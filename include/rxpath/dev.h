@@ -125,7 +125,9 @@ struct rxp_fault_config {
 				  * in random order; 0 or 1: keep order */
 	double tx_loss; /* probability a sent packet is dropped */
 };
-/* Wraps inner (taking ownership, also on failure: then inner is closed). */
+/* Wraps inner (taking ownership, also on failure: then inner is closed).
+ * NULL with errno EINVAL for a probability outside [0, 1] or a window over
+ * 64. */
 struct rxp_dev *rxp_fault_wrap(struct rxp_dev *inner, const struct rxp_fault_config *cfg);
 
 #define RXP_CAPTURE_RX 1

@@ -14,7 +14,10 @@
  * rate), counting rx_no_buffer when none are posted; then the driver side
  * cleans the ring (XDP hook, packets). Each queue runs its own copy of the
  * source and keeps only its frames, so queues can be polled from different
- * threads and the whole run is deterministic from the seed.
+ * threads and the whole run is deterministic from the seed. A poll skips no
+ * more than 64 frames of other queues per queue of the device before it
+ * returns (a queue that few or no flows hash to would otherwise read its
+ * whole source in one poll); the rest come on later polls.
  */
 #ifndef RXPATH_SIM_H
 #define RXPATH_SIM_H

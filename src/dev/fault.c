@@ -175,7 +175,10 @@ struct rxp_dev *rxp_fault_wrap(struct rxp_dev *inner, const struct rxp_fault_con
 
 	if (!inner)
 		return NULL;
-	if (cfg->reorder_window > WIN_MAX) {
+	/* Probabilities in [0, 1] (NaN fails every comparison, so is refused). */
+	if (cfg->reorder_window > WIN_MAX || !(cfg->loss >= 0 && cfg->loss <= 1) ||
+	    !(cfg->duplicate >= 0 && cfg->duplicate <= 1) ||
+	    !(cfg->tx_loss >= 0 && cfg->tx_loss <= 1)) {
 		rxp_dev_close(inner);
 		errno = EINVAL;
 		return NULL;

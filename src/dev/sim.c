@@ -49,8 +49,10 @@ static struct rxp_src *open_src(struct sim *s)
 	return s->pcap_path ? rxp_src_pcap(s->pcap_path) : rxp_src_gen(&s->gen);
 }
 
-/* The next frame of this queue's source that RSS steers to q. */
-static int next_frame(struct sim *s, struct simq *sq, unsigned q)
+/* The next frame of this queue's source that RSS steers to q, skipping no
+ * more than *budget frames of other queues (-EAGAIN when they are spent:
+ * the frames skipped are the other queues', nothing is lost). */
+static int next_frame(struct sim *s, struct simq *sq, unsigned q, unsigned *budget)
 {
 	for (;;) {
 		int rc = sq->src->next(sq->src, sq->buf, sizeof(sq->buf), &sq->len);
@@ -60,6 +62,9 @@ static int next_frame(struct sim *s, struct simq *sq, unsigned q)
 		sq->rss = rxp_rss_hash(sq->buf, sq->len, true);
 		if (s->dev.nqueues == 1 || sq->rss % s->dev.nqueues == q)
 			return 0;
+		if (!*budget)
+			return -EAGAIN;
+		(*budget)--;
 	}
 }
 
@@ -80,10 +85,14 @@ static uint32_t zl_mask(struct sim *s, struct simq *sq, uint32_t len)
 /* The hardware side: write up to n frames into q's posted buffers. */
 static void hw_rx(struct sim *s, struct simq *sq, unsigned q, unsigned n)
 {
+	unsigned budget = 64 * s->dev.nqueues;
+
 	for (unsigned i = 0; i < n && !sq->eof; i++) {
 		int rc;
 
-		rc = next_frame(s, sq, q);
+		rc = next_frame(s, sq, q, &budget);
+		if (rc == -EAGAIN)
+			break;
 		if (rc) {
 			sq->eof = true;
 			break;

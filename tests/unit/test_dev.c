@@ -6,6 +6,7 @@
  * a pcapng file.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,116 @@ static void test_fault_wrapper(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* Probabilities outside [0, 1] (and NaN) are refused, the inner device
+ * closed with them. */
+static void test_fault_bad_config(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_gen_config gc = {.seed = 1, .count = 10};
+	struct rxp_sim_config sc = {.gen = &gc};
+	const struct rxp_fault_config bad[] = {
+		{.loss = 1.5},	  {.loss = -0.1}, {.duplicate = 2},
+		{.tx_loss = 5.1}, {.loss = NAN},  {.reorder_window = 65},
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		assert_null(rxp_fault_wrap(rxp_sim_open(&sc, pp), &bad[i]));
+		assert_int_equal(errno, EINVAL);
+	}
+	assert_null(rxp_dev_open("fault:loss=5.1+sim", pp));
+	rxpt_pktpool_teardown(pp);
+}
+
+/* A frame source that counts what is read from it: one flow, so every
+ * frame hashes to one queue of many. */
+struct counted_src {
+	struct rxp_src src;
+	struct rxp_src *inner;
+	uint64_t *reads;
+};
+
+static uint64_t src_reads;
+
+static int counted_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
+{
+	struct counted_src *c = (struct counted_src *)s;
+
+	(*c->reads)++;
+	return c->inner->next(c->inner, buf, cap, len);
+}
+
+static void counted_close(struct rxp_src *s)
+{
+	struct counted_src *c = (struct counted_src *)s;
+
+	c->inner->close(c->inner);
+	free(c);
+}
+
+static struct rxp_src *counted_open(void *arg)
+{
+	struct counted_src *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	c->inner = rxp_src_gen(arg);
+	assert_non_null(c->inner);
+	c->src.next = counted_next;
+	c->src.close = counted_close;
+	c->reads = &src_reads;
+	return &c->src;
+}
+
+/* Every queue reads its own copy of the source and keeps the frames RSS
+ * gives it: a queue no flow hashes to must not read its whole source in
+ * one poll. Each poll skips at most 64 frames per queue of the device, and
+ * polling on still delivers everything, each frame on one queue. */
+static void test_sim_poll_bounded(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_gen_config gc = {.seed = 5, .count = 20000, .flows = 1, .max_payload = 64};
+	struct rxp_sim_config sc = {.nqueues = 8, .src_open = counted_open, .src_arg = &gc};
+	struct rxp_dev *d = rxp_sim_open(&sc, pp);
+	uint64_t total = 0, before;
+	unsigned ended = 0;
+	bool done[8] = {false};
+
+	assert_non_null(d);
+	for (unsigned q = 0; q < 8; q++) {
+		struct rxp_pkt *pk[8];
+		int n;
+
+		before = src_reads;
+		n = rxp_dev_rx_burst(d, q, pk, 8);
+		assert_true(src_reads - before <= 8 + 64 * 8 + 1);
+		for (int i = 0; i < n; i++)
+			rxp_pkt_consume(pk[i]);
+		total += n > 0 ? (uint64_t)n : 0;
+	}
+	while (ended < 8) {
+		for (unsigned q = 0; q < 8; q++) {
+			struct rxp_pkt *pk[64];
+			int n;
+
+			if (done[q])
+				continue;
+			n = rxp_dev_rx_burst(d, q, pk, 64);
+			if (n == -ENODATA) {
+				done[q] = true;
+				ended++;
+				continue;
+			}
+			assert_true(n >= 0);
+			for (int i = 0; i < n; i++)
+				rxp_pkt_consume(pk[i]);
+			total += (uint64_t)n;
+		}
+	}
+	assert_int_equal(total, 20000); /* one flow, one queue: each frame once */
+	assert_int_equal(rxp_dev_close(d), 0);
+	rxpt_pktpool_teardown(pp);
+}
+
 /* capture(sim) writes a pcap; the pcap device and the sim's pcap replay
  * both read back exactly the generator's frames. */
 static void test_capture_and_pcap(void **state)
@@ -396,6 +507,8 @@ int main(void)
 		cmocka_unit_test(test_sim_jumbo_zero_len),
 		cmocka_unit_test(test_sim_xdp_drop),
 		cmocka_unit_test(test_fault_wrapper),
+		cmocka_unit_test(test_fault_bad_config),
+		cmocka_unit_test(test_sim_poll_bounded),
 		cmocka_unit_test(test_capture_and_pcap),
 		cmocka_unit_test(test_pcap_raw_and_pcapng),
 		cmocka_unit_test(test_dev_open_spec),
