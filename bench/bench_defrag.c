@@ -454,39 +454,37 @@ int main(int argc, char **argv)
 		bench_add(&tab, "fragmentsmack", v, "ns", bench_median(ns, o.runs), 1,
 			  n == 64 ? NULL : "n=64 ns/frag");
 	}
-	if (o.runs) {
-		/* Times grow with the queue's working set leaving the caches;
-		 * the work itself is what should grow as log n. */
-		double ir64 = 0, ir = 0;
-		uint32_t nmax = 0;
+	/* Times grow with the queue's working set leaving the caches; the
+	 * work itself is what should grow as log n: count it too. */
+	double ir64 = 0, ir = 0;
+	uint32_t nmax = 0;
 
-		for (uint32_t n = 64; n <= (o.quick ? 4096u : 65536u); n *= 4) {
-			char env[64], v[64];
-			long c;
+	for (uint32_t n = 64; o.runs && !o.quick && n <= 65536u; n *= 4) {
+		char env[64], v[64];
+		long c;
 
-			snprintf(env, sizeof(env), "RXP_BENCH_SMACK_N=%u", n);
-			c = bench_callgrind("smack_insert", env, "", NULL, NULL);
-			if (c <= 0) {
-				fprintf(stderr,
-					"bench defrag: no callgrind (valgrind); FragmentSmack "
+		snprintf(env, sizeof(env), "RXP_BENCH_SMACK_N=%u", n);
+		c = bench_callgrind("smack_insert", env, "", NULL, NULL);
+		if (c <= 0) {
+			fprintf(stderr, "bench defrag: no callgrind (valgrind); FragmentSmack "
 					"instruction counts left out\n");
-				break;
-			}
-			ir = (double)c / n;
-			if (n == 64)
-				ir64 = ir;
-			nmax = n;
-			snprintf(v, sizeof(v), "n=%u instr/frag", n);
-			bench_add(&tab, "fragmentsmack instr", v, "instr", ir, 1,
-				  n == 64 ? NULL : "n=64 instr/frag");
+			break;
 		}
-		bench_report(&tab, &o);
-		if (nmax > 64)
-			printf("fragmentsmack: instructions per fragment from n=64 to n=%u: %.0f "
-			       "to "
-			       "%.0f (%.2fx), while log2 n grows %.2fx\n",
-			       nmax, ir64, ir, ir / ir64, log2((double)nmax) / 6.0);
+		ir = (double)c / n;
+		if (n == 64)
+			ir64 = ir;
+		nmax = n;
+		snprintf(v, sizeof(v), "n=%u instr/frag", n);
+		bench_add(&tab, "fragmentsmack instr", v, "instr", ir, 1,
+			  n == 64 ? NULL : "n=64 instr/frag");
 	}
+	if (o.runs)
+		bench_report(&tab, &o);
+	if (nmax > 64)
+		printf("fragmentsmack: instructions per fragment %.0f at n=64, %.0f at n=%u "
+		       "(%.2fx) "
+		       "while log2 n grows %.2fx\n",
+		       ir64, ir, nmax, ir / ir64, log2((double)nmax) / 6.0);
 	rxp_defrag_table_destroy(t);
 	rxp_pktpool_destroy(pp);
 	rxp_pktpool_destroy(pp45);

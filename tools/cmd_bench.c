@@ -18,6 +18,18 @@
 
 static const char *const known[] = {"pool", "ring", "defrag", "goodput", "ipid", "tipc"};
 
+/* What a full run adds to a benchmark's own defaults: callgrind instruction
+ * counts, stable where this shared machine's times are not (left out of
+ * --quick runs). */
+static const char *extra_args(const char *name)
+{
+	if (!strcmp(name, "pool"))
+		return " --instr";
+	if (!strcmp(name, "tipc"))
+		return " --callgrind";
+	return "";
+}
+
 static int find_bench(const char *name, char *path, size_t n)
 {
 	char self[PATH_MAX / 2];
@@ -109,7 +121,8 @@ static void usage(FILE *f)
 		   "Writes DIR/<name>.csv, DIR/summary.md and plots, where DIR defaults to\n"
 		   "bench/results/<YYYY-MM-DD>.\n\n"
 		   "  --out DIR   where to write results\n"
-		   "  --quick     fewer iterations (a smoke run; numbers are rougher)\n"
+		   "  --quick     fewer iterations (a smoke run; numbers are rougher), and no\n"
+		   "              callgrind instruction counts (pool and tipc add them otherwise)\n"
 		   "`rxpath bench NAME --help` shows one benchmark's own options.\n");
 }
 
@@ -195,7 +208,7 @@ static int bench_main(int argc, char **argv)
 		fprintf(sf, "## %s\n\n```\n", names[i]);
 		fflush(sf);
 		snprintf(cmd, sizeof(cmd), "'%s' --outdir '%s'%s", path, out,
-			 quick ? " --quick" : "");
+			 quick ? " --quick" : extra_args(names[i]));
 		printf("== %s\n", names[i]);
 		fflush(stdout);
 		/* Its output to the terminal and the summary both (a tee of our
