@@ -7,8 +7,9 @@
  * admit completing fragments) the delivered datagrams stay near the ideal
  * (1 - loss)^45; with the Linux-like policy (drop everything while over the
  * cap) they collapse once stale queues fill the cap. Asserted on counts with
- * a wide margin; the table for 0..5% loss is printed. (The full scenario
- * with the simulated NIC ring and page pool needs the sim NIC: not here.)
+ * a wide margin (six standard deviations); the table for 0..5% loss is
+ * printed. (The full scenario with the simulated NIC ring and page pool
+ * needs the sim NIC: not here.)
  */
 #include <math.h>
 #include <stdio.h>
@@ -66,8 +67,10 @@ static void test_goodput_vs_loss(void **state)
 		uint64_t lx = run(RXP_DEFRAG_PRESSURE_LINUX, losses[i], ndg, &rng);
 
 		printf("%6.1f%% %10.0f %14lu %14lu\n", losses[i] * 100, ideal, ev, lx);
-		/* rxpath stays near the ideal at every loss rate. */
-		assert_true(ev >= 0.75 * ideal);
+		/* rxpath stays near the ideal at every loss rate: within six
+		 * standard deviations of the binomial count (a bound a correct
+		 * run misses about once in 10^9), and never below half. */
+		assert_true(ev >= ideal - 6 * sqrt(ideal) && ev >= 0.5 * ideal);
 		/* From 1% on, stale queues fill the cap and Linux-like collapses. */
 		if (losses[i] >= 0.01)
 			assert_true(lx < 0.5 * ideal);
