@@ -448,11 +448,26 @@ static void load_allocators(void)
 static void static_tls_for_jemalloc(char **argv)
 {
 #ifdef RXP_JEMALLOC_LIB
-	if (getenv("GLIBC_TUNABLES"))
+	static const char tun[] = "glibc.rtld.optional_static_tls=65536";
+	const char *old = getenv("GLIBC_TUNABLES");
+	char *v;
+
+	if (old && strstr(old, "optional_static_tls"))
+		return; /* set already (by us, before the exec, or by the user) */
+	if (!old) {
+		setenv("GLIBC_TUNABLES", tun, 1);
+	} else if (asprintf(&v, "%s:%s", old, tun) >= 0) {
+		setenv("GLIBC_TUNABLES", v, 1);
+		free(v);
+	} else {
 		return;
-	setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=65536", 1);
+	}
 	execv("/proc/self/exe", argv);
-	unsetenv("GLIBC_TUNABLES"); /* exec failed: go on, jemalloc may not load */
+	/* exec failed: go on, and jemalloc may not load (it says so) */
+	if (old)
+		setenv("GLIBC_TUNABLES", old, 1);
+	else
+		unsetenv("GLIBC_TUNABLES");
 #else
 	(void)argv;
 #endif
@@ -702,7 +717,11 @@ int main(int argc, char **argv)
 				bench_add(&ti, iv[i].g, iv[i].name, "instr/obj",
 					  (double)ir / (double)n, 1, iv[i].base);
 		}
-		bench_report(&ti, &o);
+		if (ti.n)
+			bench_report(&ti, &o);
+		else
+			fprintf(stderr, "bench pool: no callgrind run succeeded (is valgrind "
+					"installed?): instruction counts left out\n");
 	}
 	return 0;
 }

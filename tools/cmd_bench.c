@@ -218,13 +218,17 @@ static int bench_main(int argc, char **argv)
 
 		if (po) {
 			char buf[4096];
-			size_t n;
+			ssize_t n;
 
-			while ((n = fread(buf, 1, sizeof(buf), po)) > 0) {
-				fwrite(buf, 1, n, stdout);
-				fwrite(buf, 1, n, sf);
+			/* read(), not fread(): pass on each table as it comes */
+			while ((n = read(fileno(po), buf, sizeof(buf))) > 0 ||
+			       (n < 0 && errno == EINTR)) {
+				if (n <= 0)
+					continue;
+				fwrite(buf, 1, (size_t)n, stdout);
+				fflush(stdout);
+				fwrite(buf, 1, (size_t)n, sf);
 			}
-			fflush(stdout);
 			rc = pclose(po);
 		}
 		if (rc != 0) {

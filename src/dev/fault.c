@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rxpath/dev.h"
+#include "rxpath/log.h"
 #include "buf/rng.h"
 
 #define WIN_MAX 64
@@ -179,6 +180,8 @@ struct rxp_dev *rxp_fault_wrap(struct rxp_dev *inner, const struct rxp_fault_con
 	if (cfg->reorder_window > WIN_MAX || !(cfg->loss >= 0 && cfg->loss <= 1) ||
 	    !(cfg->duplicate >= 0 && cfg->duplicate <= 1) ||
 	    !(cfg->tx_loss >= 0 && cfg->tx_loss <= 1)) {
+		rxp_log(RXP_LOG_ERR,
+			"fault: probabilities must be in [0, 1], the window at most %u", WIN_MAX);
 		rxp_dev_close(inner);
 		errno = EINVAL;
 		return NULL;

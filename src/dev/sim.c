@@ -49,9 +49,11 @@ static struct rxp_src *open_src(struct sim *s)
 	return s->pcap_path ? rxp_src_pcap(s->pcap_path) : rxp_src_gen(&s->gen);
 }
 
-/* The next frame of this queue's source that RSS steers to q, skipping no
- * more than *budget frames of other queues (-EAGAIN when they are spent:
- * the frames skipped are the other queues', nothing is lost). */
+/* The next frame of this queue's source that RSS steers to q (0), skipping
+ * no more than *budget frames of other queues (SKIP_SPENT when they are
+ * spent: the frames skipped are the other queues', nothing is lost); a
+ * source's own error or end (negative) otherwise. */
+#define SKIP_SPENT 1
 static int next_frame(struct sim *s, struct simq *sq, unsigned q, unsigned *budget)
 {
 	for (;;) {
@@ -63,7 +65,7 @@ static int next_frame(struct sim *s, struct simq *sq, unsigned q, unsigned *budg
 		if (s->dev.nqueues == 1 || sq->rss % s->dev.nqueues == q)
 			return 0;
 		if (!*budget)
-			return -EAGAIN;
+			return SKIP_SPENT;
 		(*budget)--;
 	}
 }
@@ -91,7 +93,7 @@ static void hw_rx(struct sim *s, struct simq *sq, unsigned q, unsigned n)
 		int rc;
 
 		rc = next_frame(s, sq, q, &budget);
-		if (rc == -EAGAIN)
+		if (rc == SKIP_SPENT)
 			break;
 		if (rc) {
 			sq->eof = true;
