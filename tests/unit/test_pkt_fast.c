@@ -420,16 +420,18 @@ struct clist_side {
 	struct rxp_pktpool *pp, *pp2;
 	struct rxp_page *pg, *hp;
 	struct rxp_pkt *to, *list;
-	uint64_t consumed;
+	struct rxp_pkt *clones[32]; /* the other halves of cloned members */
+	unsigned nclones;
 };
 
 #define CLIST_PG 65536u
 
-/* to and a list of packets, all from the seed, of the kinds a coalescing
- * caller meets: linear slices of one page (continuing the last slice or
- * after a gap), small pool packets (copied into tailroom while to has
- * some), fragments with a header slice and one data frag, pool packets of
- * their own buffer, and linear slices made by a second pool. */
+/* to (linear, a fragment, or with a frag_list member) and a list of
+ * packets, all from the seed, of the kinds a coalescing caller meets:
+ * linear slices of one page (continuing the last slice or after a gap),
+ * small pool packets (copied into tailroom while to has some), fragments
+ * with a header slice and one data frag, pool packets of their own buffer,
+ * linear slices made by a second pool, empty packets, and cloned slices. */
 static void clist_make(struct clist_side *sd, uint64_t seed)
 {
 	struct rxpt_rng r;
@@ -458,12 +460,20 @@ static void clist_make(struct clist_side *sd, uint64_t seed)
 		sd->to = frag(sd->pp, sd->hp, slot++, sd->pg, 0, 100);
 		cursor = 100;
 	}
+	if (rxpt_rng_below(&r, 4) == 0) {
+		struct rxp_pkt *m = rxp_pkt_alloc(sd->pp, 50);
+
+		assert_non_null(m);
+		rxpt_fill(rxp_pkt_put(m, 50), 50, (uint32_t)seed + 2);
+		rxp_pkt_chain(sd->to, m);
+		assert_non_null(sd->to->frag_list);
+	}
 	n = 1 + (uint32_t)rxpt_rng_below(&r, 30);
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t kind = (uint32_t)rxpt_rng_below(&r, 10), len;
+		uint32_t kind = (uint32_t)rxpt_rng_below(&r, 12), len;
 		struct rxp_pkt *p;
 
-		if (kind < 5 || kind == 9) {
+		if (kind < 5 || kind == 9 || kind == 11) {
 			/* a slice of pg: [cursor, + len), its head starting
 			 * up to 40 bytes before data */
 			uint32_t pre = (uint32_t)rxpt_rng_below(&r, 41);
@@ -477,6 +487,13 @@ static void clist_make(struct clist_side *sd, uint64_t seed)
 			p = rxp_pkt_build(kind == 9 ? sd->pp2 : sd->pp, sd->pg, cursor - pre,
 					  pre + len, pre, len);
 			cursor += len;
+			if (kind == 11) {
+				assert_non_null(p);
+				sd->clones[sd->nclones] = rxp_pkt_clone(p);
+				assert_non_null(sd->clones[sd->nclones++]);
+			}
+		} else if (kind == 10) {
+			p = rxp_pkt_alloc(sd->pp, 0); /* empty */
 		} else if (kind < 7) {
 			len = 1 + (uint32_t)rxpt_rng_below(&r, kind == 5 ? 64 : 1500);
 			p = rxp_pkt_alloc(sd->pp, len);
@@ -508,6 +525,8 @@ static uint64_t consumed(struct rxp_pktpool *pp)
  * are back (the teardown assertion counts every test page). */
 static void clist_release(struct clist_side *sd)
 {
+	for (unsigned i = 0; i < sd->nclones; i++)
+		rxp_pkt_consume(sd->clones[i]);
 	rxp_pkt_consume(sd->to);
 	assert_int_equal(rxp_page_refcount(sd->pg), 1);
 	rxp_page_put(sd->pg);
