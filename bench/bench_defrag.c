@@ -328,7 +328,8 @@ int main(int argc, char **argv)
 
 	bench_parse(argc, argv, &o, "defrag",
 		    "IPv4 reassembly: rxpath vs DPDK rte_ip_frag (2-8 fragments, 10k in flight),\n"
-		    "45-fragment datagrams, and FragmentSmack cost per fragment.\n"
+		    "45-fragment datagrams, and FragmentSmack cost per fragment (time, and\n"
+		    "callgrind instructions unless --quick).\n"
 		    "RXP_BENCH_ND=n in the environment sets the datagrams in flight (1..10000).");
 	nd = o.quick ? 2000 : 10000;
 	if (getenv("RXP_BENCH_ND")) {
