@@ -504,9 +504,19 @@ static void setup_pools(int with_dpdk)
 	}
 #ifdef RXP_HAVE_DPDK
 	if (with_dpdk) {
-		char *eal[] = {"rxpath-bench-pool", "-l", "0-1", "--no-huge",	  "--no-pci",
-			       "--no-shconf",	    "-m", "512", "--file-prefix", "rxpbenchpool",
-			       "--log-level",	    "0",  NULL};
+		char *eal[] = {"rxpath-bench-pool",
+			       "-l",
+			       "0-1",
+			       "--no-huge",
+			       "--no-pci",
+			       "--no-shconf",
+			       "-m",
+			       "512",
+			       "--file-prefix",
+			       "rxpbenchpool",
+			       "--log-level",
+			       "lib.eal:error",
+			       NULL};
 		int argc = 12;
 
 		if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
