@@ -120,6 +120,22 @@ struct bench_row *bench_add(struct bench_table *t, const char *group, const char
 	return r;
 }
 
+/* A CSV field, quoted (RFC 4180) when it holds a comma or a quote. */
+static void csv_field(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
 void bench_report(struct bench_table *t, const struct bench_opts *o)
 {
 	FILE *csv = NULL;
@@ -146,12 +162,17 @@ void bench_report(struct bench_table *t, const struct bench_opts *o)
 		}
 		printf("%-34s %-36s %12.2f %-8s %s\n", r->group, r->variant, r->median, r->unit,
 		       ratio);
-		if (csv)
-			fprintf(csv, "%s,%s,%.4f,%s,%.4f\n", r->group, r->variant, r->median,
-				r->unit,
+		if (csv) {
+			csv_field(csv, r->group);
+			fputc(',', csv);
+			csv_field(csv, r->variant);
+			fprintf(csv, ",%.4f,", r->median);
+			csv_field(csv, r->unit);
+			fprintf(csv, ",%.4f\n",
 				r->baseline > 0 ? (r->lower_is_better ? r->baseline / r->median
 								      : r->median / r->baseline)
 						: 0.0);
+		}
 	}
 	printf("(ratio: how many times better than the group's baseline; >1 is better)\n");
 	if (csv)
