@@ -330,7 +330,9 @@ int main(int argc, char **argv)
 		    "IPv4 reassembly: rxpath vs DPDK rte_ip_frag (2-8 fragments, 10k in flight),\n"
 		    "45-fragment datagrams, and FragmentSmack cost per fragment (time, and\n"
 		    "callgrind instructions unless --quick).\n"
-		    "RXP_BENCH_ND=n in the environment sets the datagrams in flight (1..10000).");
+		    "RXP_BENCH_ND=n in the environment sets the datagrams in flight (1..10000);\n"
+		    "RXP_BENCH_ONE=k,order (order 0 in order, 1 reversed, 2 shuffled) runs that\n"
+		    "one comparison alone, RXP_BENCH_REPEAT=n times, and prints each run.");
 	nd = o.quick ? 2000 : 10000;
 	if (getenv("RXP_BENCH_ND")) {
 		/* Datagrams in flight for the 2-8 fragment rows: fewer keeps
