@@ -19,10 +19,9 @@
  * Rows are medians of --runs runs; rxpath and DPDK alternate within a run.
  * RXP_BENCH_ND=n sets the datagrams in flight of rows 1 (default 10000).
  */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,19 +168,7 @@ static struct rte_ip_frag_death_row dp_dr;
 
 static int dp_init(void)
 {
-	char *av[] = {"rxpath-bench-defrag",
-		      "--no-huge",
-		      "--no-pci",
-		      "--no-shconf",
-		      "-m",
-		      "512",
-		      "--file-prefix",
-		      "rxpbenchdefrag",
-		      "--log-level",
-		      "lib.eal:error",
-		      NULL};
-
-	if (rte_eal_init(10, av) < 0)
+	if (bench_eal_init("rxpbenchdefrag", NULL))
 		return -1;
 	dp_pool = rte_pktmbuf_pool_create("dfr", 90000, 256, 0, RTE_PKTMBUF_HEADROOM + 1024,
 					  SOCKET_ID_ANY);
@@ -241,22 +228,11 @@ static double dp_run(const struct fdesc *f, size_t n, uint32_t expect)
 	return (double)(t1 - t0) / 1e9;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static void dp_rmdir(void)
-{
-	nftw("/var/run/dpdk/rxpbenchdefrag", rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void dp_fini(void)
 {
 	rte_ip_frag_table_destroy(dp_tbl);
 	rte_mempool_free(dp_pool);
 	rte_eal_cleanup();
-	dp_rmdir();
 }
 #endif
 
@@ -363,7 +339,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 #ifdef RXP_HAVE_DPDK
-	atexit(dp_rmdir); /* also on the exit(1) paths */
 	if (getenv("RXP_BENCH_NO_DPDK"))
 		fprintf(stderr, "bench defrag: RXP_BENCH_NO_DPDK set; rxpath rows only\n");
 	else if (dp_init() == 0)

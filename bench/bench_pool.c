@@ -504,24 +504,8 @@ static void setup_pools(int with_dpdk)
 	}
 #ifdef RXP_HAVE_DPDK
 	if (with_dpdk) {
-		char *eal[] = {"rxpath-bench-pool",
-			       "-l",
-			       "0-1",
-			       "--no-huge",
-			       "--no-pci",
-			       "--no-shconf",
-			       "-m",
-			       "512",
-			       "--file-prefix",
-			       "rxpbenchpool",
-			       "--log-level",
-			       "lib.eal:error",
-			       NULL};
-		int argc = 12;
-
-		if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-			eal[2] = "0";
-		if (rte_eal_init(argc, eal) >= 0) {
+		if (!bench_eal_init("rxpbenchpool",
+				    sysconf(_SC_NPROCESSORS_ONLN) < 2 ? "0" : "0-1")) {
 			mp = rte_mempool_create("bench", NOBJ, OBJ_SIZE, 256, 0, NULL, NULL, NULL,
 						NULL, SOCKET_ID_ANY, 0);
 			have_dpdk = mp != NULL;
@@ -548,7 +532,6 @@ static void teardown_pools(void)
 	if (have_dpdk) {
 		rte_mempool_free(mp);
 		rte_eal_cleanup();
-		system("rm -rf /var/run/dpdk/rxpbenchpool");
 	}
 #endif
 }

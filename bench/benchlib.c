@@ -11,6 +11,11 @@
 
 #include "benchlib.h"
 
+#ifdef RXP_HAVE_DPDK
+#include <ftw.h>
+#include <rte_eal.h>
+#endif
+
 void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 		 const char *description)
 {
@@ -225,4 +230,52 @@ long bench_callgrind(const char *fn, const char *env, const char *args, const ch
 	}
 	unlink(out);
 	return total;
+}
+
+#ifdef RXP_HAVE_DPDK
+static char eal_rundir[128];
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void eal_rmdir(void)
+{
+	nftw(eal_rundir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+#endif
+
+int bench_eal_init(const char *prefix, const char *lcores)
+{
+#ifdef RXP_HAVE_DPDK
+	char *av[16];
+	int ac = 0;
+
+	av[ac++] = "rxpath-bench";
+	if (lcores) {
+		av[ac++] = "-l";
+		av[ac++] = (char *)lcores;
+	}
+	av[ac++] = "--no-huge";
+	av[ac++] = "--no-pci";
+	av[ac++] = "--no-shconf";
+	av[ac++] = "-m";
+	av[ac++] = "512";
+	av[ac++] = "--file-prefix";
+	av[ac++] = (char *)prefix;
+	av[ac++] = "--log-level";
+	av[ac++] = "lib.eal:error";
+	av[ac] = NULL;
+	snprintf(eal_rundir, sizeof(eal_rundir), "/var/run/dpdk/%s", prefix);
+	atexit(eal_rmdir); /* also on the benchmarks' exit(1) paths */
+	return rte_eal_init(ac, av) < 0 ? -1 : 0;
+#else
+	(void)prefix;
+	(void)lcores;
+	return -1;
+#endif
 }

@@ -58,6 +58,13 @@ void bench_report(struct bench_table *t, const struct bench_opts *o);
 /* Pin the calling thread to a CPU (mod online CPUs); ignores failure. */
 void bench_pin(int cpu);
 
+/* DPDK's EAL as the benchmarks start it: no huge pages (none are set up on
+ * these machines), no PCI, no shared config, 512 MiB, only EAL errors
+ * logged, on lcores ("0-1"; NULL: EAL's default). Its run directory,
+ * /var/run/dpdk/<prefix>, is removed at exit. 0, or -1 when EAL does not
+ * start (or the build has no DPDK). */
+int bench_eal_init(const char *prefix, const char *lcores);
+
 /* Instructions executed inside function fn (callgrind --toggle-collect)
  * when this benchmark's own executable runs with args, environment
  * assignments env ("A=1 B=2", or "") added. With a key, a line "key V" on
