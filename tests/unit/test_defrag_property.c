@@ -73,46 +73,17 @@ static bool m_input(struct model *m, const struct mfrag *f, uint8_t *out, uint32
 		m_reset(m);
 		m->open = true;
 	}
-	if (!f->mf) {
-		if (f->end < m->len || (m->last && f->end != m->len)) {
-			m->open = false;
-			return false;
-		}
-		m->last = true;
-		m->len = f->end;
-	} else if (f->end > m->len) {
-		if (m->last) {
-			m->open = false;
-			return false;
-		}
-		m->len = f->end;
+	if (!dt_model_end(&m->last, &m->len, f->end, f->mf)) {
+		m->open = false;
+		return false;
 	}
 	if (m->pol == RXP_DEFRAG_STRICT) {
-		uint32_t tail = m->nruns ? m->re[m->nruns - 1] : 0;
-		int last = -1;
+		int r = dt_model_runs(m->rs, m->re, &m->nruns, f->off, f->end);
 
-		/* rightmost run index */
-		for (int i = 0; i < m->nruns; i++)
-			if (last < 0 || m->rs[i] > m->rs[last])
-				last = i;
-		tail = last >= 0 ? m->re[last] : 0;
-		if (last >= 0 && f->off == tail) {
-			m->re[last] = f->end;
-		} else if (last < 0 || f->off > tail) {
-			m->rs[m->nruns] = f->off;
-			m->re[m->nruns++] = f->end;
-		} else {
-			for (int i = 0; i < m->nruns; i++) {
-				if (f->end <= m->rs[i] || f->off >= m->re[i])
-					continue;
-				if (f->off >= m->rs[i] && f->end <= m->re[i])
-					return false; /* dup */
-				m->open = false;
-				return false; /* overlap */
-			}
-			m->rs[m->nruns] = f->off;
-			m->re[m->nruns++] = f->end;
-		}
+		if (r == DT_RUN_OVL)
+			m->open = false;
+		if (r != DT_RUN_OK)
+			return false; /* a duplicate, or an overlap */
 	}
 	m->acc[m->nacc++] = *f;
 	if (f->off == 0)

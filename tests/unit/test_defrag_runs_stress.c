@@ -25,7 +25,7 @@ struct model {
 	bool open, first, last;
 	uint32_t len, meat;
 	uint32_t rs[MAXF * 2], re[MAXF * 2];
-	int nruns, last_run;
+	int nruns;
 	uint8_t out[4096];
 };
 
@@ -34,7 +34,6 @@ static void m_reset(struct model *m)
 	m->open = m->first = m->last = false;
 	m->len = m->meat = 0;
 	m->nruns = 0;
-	m->last_run = -1;
 }
 
 enum { M_NONE, M_DONE, M_DUP, M_OVL, M_BAD };
@@ -45,40 +44,18 @@ static int m_input(struct model *m, const struct mfrag *f)
 		m_reset(m);
 		m->open = true;
 	}
-	if (!f->mf) {
-		if (f->end < m->len || (m->last && f->end != m->len)) {
-			m->open = false;
-			return M_BAD;
-		}
-		m->last = true;
-		m->len = f->end;
-	} else if (f->end > m->len) {
-		if (m->last) {
-			m->open = false;
-			return M_BAD;
-		}
-		m->len = f->end;
+	if (!dt_model_end(&m->last, &m->len, f->end, f->mf)) {
+		m->open = false;
+		return M_BAD;
 	}
-	int l = m->last_run;
-	uint32_t tail = l >= 0 ? m->re[l] : 0;
-
-	if (l >= 0 && f->off == tail) {
-		m->re[l] = f->end;
-	} else if (l < 0 || f->off > tail) {
-		m->rs[m->nruns] = f->off;
-		m->re[m->nruns] = f->end;
-		m->last_run = m->nruns++;
-	} else {
-		for (int i = 0; i < m->nruns; i++) {
-			if (f->end <= m->rs[i] || f->off >= m->re[i])
-				continue;
-			if (f->off >= m->rs[i] && f->end <= m->re[i])
-				return M_DUP;
-			m->open = false;
-			return M_OVL;
-		}
-		m->rs[m->nruns] = f->off;
-		m->re[m->nruns++] = f->end;
+	switch (dt_model_runs(m->rs, m->re, &m->nruns, f->off, f->end)) {
+	case DT_RUN_DUP:
+		return M_DUP;
+	case DT_RUN_OVL:
+		m->open = false;
+		return M_OVL;
+	default:
+		break;
 	}
 	memcpy(m->out + f->off, f->src + f->off, f->end - f->off);
 	m->meat += f->end - f->off;
