@@ -3,7 +3,13 @@
  *
  * A shared lock-free MPMC ring holds the free objects; each thread has a LIFO
  * cache in front of it (default 256), refilled and flushed in batches of half
- * the cache. Each object remembers the thread that allocated it (its owner):
+ * the cache. What a thread's cache overflows with goes to that thread's
+ * stash, a bitmap over the pool that refills hand back lowest address first,
+ * so objects in use stay packed and are taken in address order however
+ * scrambled the order they were freed in; a refill tries the stash, then the
+ * ring, and when the ring is empty every thread's stash is emptied into it
+ * (objects in a stash are never out of another thread's reach).
+ * Each object remembers the thread that allocated it (its owner):
  *
  *   - freed on the owner thread: back into the owner's cache (thread 004);
  *   - freed on another thread: pushed onto the owner's lock-free deferred

@@ -6,10 +6,13 @@
  * followed by the object, so every object starts on a cache line (a
  * packet's first 64 bytes, what its hot path reads, are one line, and one
  * prefetch of the pointer covers them; with a 32-byte header they straddled
- * two lines, which cost reassembly 10-20% at 4-8 fragments per datagram). A free object is in exactly one place: a thread's
- * cache, the shared MPMC ring, an owner's deferred ring, or a freeing
+ * two lines, which cost reassembly 10-20% at 4-8 fragments per datagram).
+ * A free object is in exactly one place: a thread's cache, its owner's
+ * stash, the shared MPMC ring, an owner's deferred ring, or a freeing
  * thread's staging batch for that owner. Invariants:
- *   - only thread t touches caches[t] (no locks);
+ *   - only thread t touches caches[t] (no locks); stash[t] holds only
+ *     objects owned by t, and others take its lock only to empty it into
+ *     the ring when the ring is empty;
  *   - defer[t] holds only objects allocated by t, already released by their
  *     user; other threads add batches, only t takes them out;
  *   - the fast paths write nothing into the object: the owner field is
@@ -87,7 +90,22 @@ struct rxp_pool {
 	struct tcache caches[RXP_MAX_THREADS + 1]; /* [TID_NONE] counts only, atomically */
 	struct rxp_mpmc *defer[RXP_MAX_THREADS];
 	struct rxp_mpmc *ring;
+	/* Address-ordered stashes (see "stash" below): per thread, a bitmap
+	 * over the pool's objects. */
+	struct stash *stash;
+	unsigned nwords; /* 64-bit words per bitmap */
+	unsigned stride_shift; /* stride = odd << shift: index = (off >> shift) * inv */
+	uint64_t stride_inv;
 };
+
+struct stash {
+	_Atomic int lock;
+	uint32_t count; /* objects in it */
+	uint32_t lo; /* no set bit below word lo */
+	uint64_t *bits; /* made on the first put */
+	uint64_t pad[5]; /* one line each: threads take their own locks */
+};
+_Static_assert(sizeof(struct stash) == 64, "a stash per cache line");
 
 #define STAT_READ(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
@@ -150,6 +168,9 @@ static void pool_free_mem(struct rxp_pool *p)
 	free(p->mem);
 	free(p->cache_mem);
 	free(p->stage_mem);
+	for (unsigned t = 0; p->stash && t < RXP_MAX_THREADS; t++)
+		free(p->stash[t].bits);
+	free(p->stash);
 	free(p);
 }
 
@@ -190,7 +211,19 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		 * the pool, and owners they free to, cost memory. */
 		p->cache_mem = calloc((size_t)RXP_MAX_THREADS * p->cache_size, sizeof(void *));
 		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * NSTAGE, sizeof(struct stage));
-		ok = p->cache_mem && p->stage_mem;
+		p->nwords = (cfg->n + 63) / 64;
+		p->stash = calloc(RXP_MAX_THREADS, sizeof(struct stash));
+		ok = p->cache_mem && p->stage_mem && p->stash;
+		{
+			size_t odd = p->stride;
+			uint64_t inv = 1;
+
+			p->stride_shift = (unsigned)__builtin_ctzll(odd);
+			odd >>= p->stride_shift;
+			for (int i = 0; i < 6; i++) /* Newton: inverse of odd mod 2^64 */
+				inv *= 2 - odd * inv;
+			p->stride_inv = inv;
+		}
 		for (unsigned t = 0; ok && t < RXP_MAX_THREADS; t++) {
 			p->defer[t] = rxp_mpmc_create(p->defer_max);
 			ok = p->defer[t] != NULL;
@@ -256,6 +289,9 @@ static uint8_t *free_map(const struct rxp_pool *p)
 			for (uint32_t i = 0; i < c->stage[o].n; i++)
 				isfree[obj_index(p, c->stage[o].objs[i])] = 1;
 		mark_ring(p, p->defer[t], isfree);
+		for (uint32_t w = 0; p->stash[t].bits && w < p->nwords; w++)
+			for (uint64_t b = p->stash[t].bits[w]; b; b &= b - 1)
+				isfree[w * 64 + (uint32_t)__builtin_ctzll(b)] = 1;
 	}
 	return isfree;
 }
@@ -383,6 +419,141 @@ static inline void adopt(struct rxp_pool *p, void *const *objs, uint32_t n, unsi
 }
 
 static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c);
+static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n);
+
+/* ---- stash ----------------------------------------------------------------
+ *
+ * Where a thread's cache overflows to: its own objects, kept as a bitmap over
+ * the pool and handed back lowest address first. A workload that holds
+ * objects a while and frees them in another order than it took them
+ * (reassembly queues, retransmit lists) scrambles a FIFO store: after a few
+ * rounds every refill is a batch of objects from all over the pool, and a
+ * burst of packets touches as many pages and cache lines as it has objects.
+ * From the stash a refill gets the lowest-addressed free objects in address
+ * order, so the objects in use stay packed at the bottom of the pool and a
+ * burst reads memory in order (what slab allocators get from per-page free
+ * lists, and DPDK's bucket mempool from per-bucket stacks).
+ *
+ * The owner alone puts and takes, under the stash's lock, which another
+ * thread takes only when the shared ring has run dry: then every stash is
+ * emptied into the ring, so objects in stashes are never lost to others.
+ */
+
+static inline uint32_t stash_index(const struct rxp_pool *p, const void *obj)
+{
+	uint64_t off = (uint64_t)((const uint8_t *)obj - p->mem) - sizeof(struct obj_hdr);
+
+	/* off is a multiple of the stride: an exact division, done as a shift
+	 * and a multiply by the inverse of its odd part */
+	return (uint32_t)((off >> p->stride_shift) * p->stride_inv);
+}
+
+static inline void *stash_obj(const struct rxp_pool *p, uint32_t idx)
+{
+	return p->mem + (size_t)idx * p->stride + sizeof(struct obj_hdr);
+}
+
+static inline void stash_lock(struct stash *st)
+{
+	while (atomic_exchange_explicit(&st->lock, 1, memory_order_acquire))
+		while (atomic_load_explicit(&st->lock, memory_order_relaxed))
+			__builtin_ia32_pause();
+}
+
+static inline void stash_unlock(struct stash *st)
+{
+	atomic_store_explicit(&st->lock, 0, memory_order_release);
+}
+
+/* Thread tid's own objects into its stash; false (nothing done) if the
+ * bitmap cannot be made. */
+static bool stash_put(struct rxp_pool *p, unsigned tid, void *const *objs, uint32_t n)
+{
+	struct stash *st = &p->stash[tid];
+	uint32_t lo;
+
+	if (rxp_unlikely(!st->bits)) {
+		uint64_t *b = calloc(p->nwords, sizeof(uint64_t));
+
+		if (!b)
+			return false;
+		stash_lock(st);
+		st->bits = b;
+		st->lo = p->nwords;
+		stash_unlock(st);
+	}
+	stash_lock(st);
+	lo = st->lo;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t idx = stash_index(p, objs[i]), w = idx >> 6;
+
+		st->bits[w] |= 1ull << (idx & 63);
+		lo = w < lo ? w : lo;
+	}
+	st->lo = lo;
+	__atomic_store_n(&st->count, st->count + n, __ATOMIC_RELAXED); /* read unlocked */
+	stash_unlock(st);
+	return true;
+}
+
+/* Up to want objects from stash st, lowest address first, written so that
+ * popping from the end of dst gives them in that order. */
+static uint32_t stash_take(struct rxp_pool *p, struct stash *st, void **dst, uint32_t want)
+{
+	uint32_t got = 0, w;
+
+	if (!__atomic_load_n(&st->count, __ATOMIC_RELAXED))
+		return 0;
+	stash_lock(st);
+	if (want > st->count)
+		want = st->count;
+	for (w = st->lo; got < want && w < p->nwords; w++) {
+		uint64_t b = st->bits[w];
+
+		while (b && got < want) {
+			dst[want - 1 - got++] = stash_obj(p, w * 64 + (uint32_t)__builtin_ctzll(b));
+			b &= b - 1;
+		}
+		st->bits[w] = b;
+		if (b)
+			break;
+	}
+	st->lo = w;
+	__atomic_store_n(&st->count, st->count - got, __ATOMIC_RELAXED);
+	stash_unlock(st);
+	return got;
+}
+
+/* Every stash into the shared ring (the ring ran dry, or the pool is being
+ * flushed); returns the objects moved. */
+static uint32_t stash_spill_all(struct rxp_pool *p)
+{
+	void *tmp[256];
+	uint32_t moved = 0, got;
+
+	for (unsigned t = 0; p->stash && t < RXP_MAX_THREADS; t++)
+		while ((got = stash_take(p, &p->stash[t], tmp, RXP_ARRAY_SIZE(tmp)))) {
+			to_ring(p, tmp, got);
+			moved += got;
+		}
+	return moved;
+}
+
+/* Refill: up to want objects into dst (popped from its end), from this
+ * thread's stash, else the shared ring, else the ring after every stash
+ * was spilled into it. */
+static uint32_t refill(struct rxp_pool *p, unsigned tid, void **dst, uint32_t want)
+{
+	uint32_t got = stash_take(p, &p->stash[tid], dst, want);
+
+	if (got)
+		return got; /* our own: no adopt */
+	got = rxp_mpmc_dequeue(p->ring, dst, want, false);
+	if (!got && stash_spill_all(p))
+		got = rxp_mpmc_dequeue(p->ring, dst, want, false);
+	adopt(p, dst, got, tid);
+	return got;
+}
 
 /* Slow path of get: uncached pool, thread past the limit, or empty cache. */
 __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid, struct tcache *c,
@@ -391,7 +562,8 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 	void *obj;
 
 	if (!c->cap) {
-		if (!rxp_mpmc_dequeue(p->ring, &obj, 1, true)) {
+		if (!rxp_mpmc_dequeue(p->ring, &obj, 1, true) &&
+		    (!stash_spill_all(p) || !rxp_mpmc_dequeue(p->ring, &obj, 1, true))) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
@@ -402,10 +574,8 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 	}
 	/* Our own deferred frees first (they are ours and warm), then the ring. */
 	drain(p, tid, c);
-	if (!c->len) {
-		c->len = rxp_mpmc_dequeue(p->ring, c->objs, p->batch ? p->batch : 1, false);
-		adopt(p, c->objs, c->len, tid);
-	}
+	if (!c->len)
+		c->len = refill(p, tid, c->objs, p->batch ? p->batch : 1);
 	if (!c->len) {
 		c->fail++;
 		return NULL;
@@ -448,11 +618,13 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		want = n > c->len ? n - c->len + p->batch : 0;
 		if (want > c->cap - c->len)
 			want = c->cap - c->len;
-		if (c->len < n) {
-			uint32_t got = rxp_mpmc_dequeue(p->ring, c->objs + c->len, want, false);
+		while (c->len < n) {
+			uint32_t got = refill(p, tid, c->objs + c->len, want);
 
-			adopt(p, c->objs + c->len, got, tid);
+			if (!got)
+				break;
 			c->len += got;
+			want -= got;
 		}
 		if (c->len < n) {
 			c->fail++;
@@ -462,8 +634,8 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		memcpy(objs, c->objs + c->len, n * sizeof(void *));
 	} else {
 		if (!rxp_mpmc_dequeue(p->ring, objs, n, true) &&
-		    (!c->len ||
-		     (rxp_pool_flush_cache(p), !rxp_mpmc_dequeue(p->ring, objs, n, true)))) {
+		    (rxp_pool_flush_cache(p), stash_spill_all(p),
+		     !rxp_mpmc_dequeue(p->ring, objs, n, true))) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}
@@ -567,8 +739,9 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 		/* no cache here, or an owner without one: the shared ring */
 		to_ring(p, &obj, 1);
 	} else if (owner == tid) {
-		/* cache full: flush the older half, keep the warm top (LIFO) */
-		to_ring(p, c->objs, p->batch);
+		/* cache full: stash the older half, keep the warm top (LIFO) */
+		if (!stash_put(p, tid, c->objs, p->batch))
+			to_ring(p, c->objs, p->batch);
 		memmove(c->objs, c->objs + p->batch, (c->len - p->batch) * sizeof(void *));
 		c->len -= p->batch;
 		c->objs[c->len++] = obj;
@@ -649,7 +822,7 @@ void rxp_pool_put_shared(struct rxp_pool *p, void *obj)
 		__atomic_fetch_add(&p->caches[tid].free, 1, __ATOMIC_RELAXED);
 }
 
-/* Take this thread's deferred ring into its cache (the rest to the ring),
+/* Take this thread's deferred ring into its cache (the rest to its stash),
  * and hand over this thread's own staged remote frees. */
 static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c)
 {
@@ -669,7 +842,8 @@ static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c)
 		n += got;
 	}
 	while ((got = rxp_mpmc_dequeue_sc(d, spill, RXP_ARRAY_SIZE(spill)))) {
-		to_ring(p, spill, got);
+		if (!stash_put(p, tid, spill, got))
+			to_ring(p, spill, got);
 		n += got;
 	}
 	c->drained += n;
@@ -696,6 +870,13 @@ void rxp_pool_flush_cache(struct rxp_pool *p)
 	if (c->len)
 		to_ring(p, c->objs, c->len);
 	c->len = 0;
+	{
+		void *tmp[256];
+		uint32_t got;
+
+		while ((got = stash_take(p, &p->stash[tid], tmp, RXP_ARRAY_SIZE(tmp))))
+			to_ring(p, tmp, got);
+	}
 }
 
 /* ---- accounting ------------------------------------------------------------ */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rxptest.h"
+#include "rxpath/compiler.h"
 #include "rxpath/log.h"
 
 static struct rxp_pool *mk(unsigned n, unsigned cache, unsigned defer_max)
@@ -352,6 +353,127 @@ static void test_same_thread_free_stays_local(void **state)
 	teardown(p);
 }
 
+/* ---- the stash: a thread's overflow, handed back in address order ---- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Free every object in a random order, then take them all again: past what
+ * the cache kept (at most its size), refills come lowest address first, so
+ * the rest arrive in ascending order. A FIFO store would hand them back in
+ * the order they were freed. Several object sizes, for the index the stash
+ * computes from an address (the stride's odd part: 3, 33, 1). */
+static void test_stash_refills_in_address_order(void **state)
+{
+	const size_t sizes[] = {100, 2000, 448};
+	enum { N = 3000, CACHE = 64 };
+
+	for (unsigned z = 0; z < RXP_ARRAY_SIZE(sizes); z++) {
+		struct rxp_pool_config cfg = {
+			.name = "tp", .obj_size = sizes[z], .n = N, .cache_size = CACHE};
+		struct rxp_pool *p = rxp_pool_create(&cfg);
+		void **o = calloc(N, sizeof(void *));
+		uint64_t seed = 0x9e3779b97f4a7c15ull + z;
+		unsigned asc = 1;
+
+		assert_non_null(p);
+		assert_non_null(o);
+		for (unsigned i = 0; i < N; i++)
+			assert_non_null(o[i] = rxp_pool_get(p));
+		for (unsigned i = N - 1; i > 0; i--) {
+			unsigned j = (unsigned)(rng_next(&seed) % (i + 1));
+			void *x = o[i];
+
+			o[i] = o[j];
+			o[j] = x;
+		}
+		for (unsigned i = 0; i < N; i++)
+			rxp_pool_put(p, o[i]);
+		/* the stash counts as free: holding one back is one leak */
+		for (unsigned i = 0; i < N; i++)
+			assert_non_null(o[i] = rxp_pool_get(p));
+		assert_null(rxp_pool_get(p));
+		rxp_pool_put(p, o[N - 1]);
+		assert_int_equal(rxp_pool_leak_report(p, NULL), N - 1);
+		assert_ptr_equal(rxp_pool_get(p), o[N - 1]);
+		/* the longest ascending tail of the second pass */
+		while (asc < N && (uintptr_t)o[N - 1 - asc] < (uintptr_t)o[N - asc])
+			asc++;
+		print_message("object size %zu: %u of %u taken in ascending order\n", sizes[z], asc,
+			      N);
+		assert_true(asc >= N - CACHE);
+		for (unsigned i = 0; i < N; i++) /* and all distinct */
+			for (unsigned j = i + 1; j < N && j < i + 8; j++)
+				assert_ptr_not_equal(o[i], o[j]);
+		for (unsigned i = 0; i < N; i++)
+			rxp_pool_put(p, o[i]);
+		teardown(p);
+		free(o);
+	}
+}
+
+struct take_arg {
+	struct rxp_pool *p;
+	unsigned want, got;
+	void **objs;
+};
+
+static void *take_all(void *arg)
+{
+	struct take_arg *a = arg;
+	void *o;
+
+	while (a->got < a->want && (o = rxp_pool_get(a->p)))
+		a->objs[a->got++] = o;
+	return NULL;
+}
+
+/* Objects in one thread's stash are not lost to the others: a thread that
+ * finds the shared ring empty gets them (every stash is spilled into the
+ * ring), and only what the owner's cache holds stays out of reach, as
+ * before. */
+static void test_stash_spills_to_other_threads(void **state)
+{
+	enum { N = 2048, CACHE = 64 };
+	struct rxp_pool *p = mk(N, CACHE, 0);
+	void **mine = calloc(N, sizeof(void *)), **theirs = calloc(N, sizeof(void *));
+	struct take_arg a = {.p = p, .want = N, .objs = theirs};
+	struct rxp_pool_stats st;
+	pthread_t th;
+
+	assert_non_null(mine);
+	assert_non_null(theirs);
+	for (unsigned i = 0; i < N; i++)
+		assert_non_null(mine[i] = rxp_pool_get(p));
+	for (unsigned i = 0; i < N; i++)
+		rxp_pool_put(p, mine[i]); /* all but at most CACHE go to our stash */
+	assert_int_equal(pthread_create(&th, NULL, take_all, &a), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	print_message("the other thread took %u of %u\n", a.got, N);
+	assert_true(a.got >= N - CACHE);
+	rxp_pool_get_stats(p, &st);
+	assert_int_equal(st.outstanding, a.got);
+	assert_int_equal(st.alloc_fail, 1);
+	for (unsigned i = 0; i < a.got; i++)
+		rxp_pool_put_shared(p, theirs[i]);
+	/* with our cache flushed (stash included), another thread gets all */
+	rxp_pool_flush_cache(p);
+	a.got = 0;
+	assert_int_equal(pthread_create(&th, NULL, take_all, &a), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(a.got, N);
+	for (unsigned i = 0; i < a.got; i++)
+		rxp_pool_put_shared(p, theirs[i]);
+	teardown(p);
+	free(mine);
+	free(theirs);
+}
+
 /* ---- leak report ---------------------------------------------------------- */
 
 static char logbuf[8192];
@@ -549,6 +671,8 @@ int main(void)
 		cmocka_unit_test(test_remote_free_batches),
 		cmocka_unit_test(test_second_allocator_ends_sole_fast_path),
 		cmocka_unit_test(test_same_thread_free_stays_local),
+		cmocka_unit_test(test_stash_refills_in_address_order),
+		cmocka_unit_test(test_stash_spills_to_other_threads),
 		cmocka_unit_test(test_leak_report_catches_injected_leak),
 		cmocka_unit_test(test_pkt_remote_free),
 		cmocka_unit_test(test_bulk_get_after_drain),
