@@ -94,6 +94,7 @@ struct rxp_pool {
 	 * over the pool's objects. */
 	struct stash *stash;
 	unsigned nwords; /* 64-bit words per bitmap */
+	unsigned nsum; /* words of its summary */
 	unsigned stride_shift; /* stride = odd << shift: index = (off >> shift) * inv */
 	uint64_t stride_inv;
 };
@@ -101,9 +102,10 @@ struct rxp_pool {
 struct stash {
 	_Atomic int lock;
 	uint32_t count; /* objects in it */
-	uint32_t lo; /* no set bit below word lo */
-	uint64_t *bits; /* made on the first put */
-	uint64_t pad[5]; /* one line each: threads take their own locks */
+	uint32_t lo; /* no set bit in sum below word lo */
+	uint64_t *bits; /* a bit per object, made on the first put */
+	uint64_t *sum; /* a bit per word of bits, set while that word is not 0 */
+	uint64_t pad[4]; /* one line each: threads take their own locks */
 };
 _Static_assert(sizeof(struct stash) == 64, "a stash per cache line");
 
@@ -169,7 +171,7 @@ static void pool_free_mem(struct rxp_pool *p)
 	free(p->cache_mem);
 	free(p->stage_mem);
 	for (unsigned t = 0; p->stash && t < RXP_MAX_THREADS; t++)
-		free(p->stash[t].bits);
+		free(p->stash[t].bits); /* sum lives in the same allocation */
 	free(p->stash);
 	free(p);
 }
@@ -212,6 +214,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		p->cache_mem = calloc((size_t)RXP_MAX_THREADS * p->cache_size, sizeof(void *));
 		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * NSTAGE, sizeof(struct stage));
 		p->nwords = (cfg->n + 63) / 64;
+		p->nsum = (p->nwords + 63) / 64;
 		p->stash = calloc(RXP_MAX_THREADS, sizeof(struct stash));
 		ok = p->cache_mem && p->stage_mem && p->stash;
 		{
@@ -473,13 +476,14 @@ static bool stash_put(struct rxp_pool *p, unsigned tid, void *const *objs, uint3
 	uint32_t lo;
 
 	if (rxp_unlikely(!st->bits)) {
-		uint64_t *b = calloc(p->nwords, sizeof(uint64_t));
+		uint64_t *b = calloc((size_t)p->nwords + p->nsum, sizeof(uint64_t));
 
 		if (!b)
 			return false;
 		stash_lock(st);
 		st->bits = b;
-		st->lo = p->nwords;
+		st->sum = b + p->nwords;
+		st->lo = p->nsum;
 		stash_unlock(st);
 	}
 	stash_lock(st);
@@ -487,8 +491,11 @@ static bool stash_put(struct rxp_pool *p, unsigned tid, void *const *objs, uint3
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t idx = stash_index(p, objs[i]), w = idx >> 6;
 
+		if (!st->bits[w]) {
+			st->sum[w >> 6] |= 1ull << (w & 63);
+			lo = w >> 6 < lo ? w >> 6 : lo;
+		}
 		st->bits[w] |= 1ull << (idx & 63);
-		lo = w < lo ? w : lo;
 	}
 	st->lo = lo;
 	__atomic_store_n(&st->count, st->count + n, __ATOMIC_RELAXED); /* read unlocked */
@@ -497,30 +504,43 @@ static bool stash_put(struct rxp_pool *p, unsigned tid, void *const *objs, uint3
 }
 
 /* Up to want objects from stash st, lowest address first, written so that
- * popping from the end of dst gives them in that order. */
+ * popping from the end of dst gives them in that order. The summary finds
+ * the next word with objects in it, so however sparse the stash a take
+ * reads at most one summary word per 4096 objects of the pool. */
 static uint32_t stash_take(struct rxp_pool *p, struct stash *st, void **dst, uint32_t want)
 {
-	uint32_t got = 0, w;
+	uint32_t got = 0, s;
 
 	if (!__atomic_load_n(&st->count, __ATOMIC_RELAXED))
 		return 0;
 	stash_lock(st);
 	if (want > st->count)
 		want = st->count;
-	for (w = st->lo; got < want && w < p->nwords; w++) {
-		uint64_t b = st->bits[w];
+	for (s = st->lo; got < want && s < p->nsum; s++) {
+		uint64_t sm = st->sum[s];
 
-		while (b && got < want) {
-			dst[want - 1 - got++] = stash_obj(p, w * 64 + (uint32_t)__builtin_ctzll(b));
-			b &= b - 1;
+		while (sm && got < want) {
+			uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(sm);
+			uint64_t b = st->bits[w];
+
+			while (b && got < want) {
+				dst[want - 1 - got++] =
+					stash_obj(p, w * 64 + (uint32_t)__builtin_ctzll(b));
+				b &= b - 1;
+			}
+			st->bits[w] = b;
+			if (!b)
+				sm &= sm - 1;
 		}
-		st->bits[w] = b;
-		if (b)
+		st->sum[s] = sm;
+		if (sm)
 			break;
 	}
-	st->lo = w;
+	st->lo = s;
 	__atomic_store_n(&st->count, st->count - got, __ATOMIC_RELAXED);
 	stash_unlock(st);
+	if (rxp_unlikely(got < want)) /* cannot happen while count is right */
+		memmove(dst, dst + (want - got), got * sizeof(void *));
 	return got;
 }
 

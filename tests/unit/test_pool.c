@@ -371,7 +371,7 @@ static uint64_t rng_next(uint64_t *s)
 static void test_stash_refills_in_address_order(void **state)
 {
 	const size_t sizes[] = {100, 2000, 448};
-	enum { N = 3000, CACHE = 64 };
+	enum { N = 9000, CACHE = 64 };
 
 	for (unsigned z = 0; z < RXP_ARRAY_SIZE(sizes); z++) {
 		struct rxp_pool_config cfg = {
@@ -410,6 +410,41 @@ static void test_stash_refills_in_address_order(void **state)
 		for (unsigned i = 0; i < N; i++) /* and all distinct */
 			for (unsigned j = i + 1; j < N && j < i + 8; j++)
 				assert_ptr_not_equal(o[i], o[j]);
+		/* Sparse: every 37th object back, scrambled, across several
+		 * summary words; the same set returns, the stash's part in
+		 * ascending order. */
+		{
+			enum { STEP = 37, M = (N + STEP - 1) / STEP };
+			void *back[M], *again[M + 1];
+			unsigned m = 0;
+
+			for (unsigned i = 0; i < N; i += STEP)
+				back[m++] = o[i];
+			for (unsigned i = m - 1; i > 0; i--) {
+				unsigned j = (unsigned)(rng_next(&seed) % (i + 1));
+				void *x = back[i];
+
+				back[i] = back[j];
+				back[j] = x;
+			}
+			for (unsigned i = 0; i < m; i++)
+				rxp_pool_put(p, back[i]);
+			for (unsigned i = 0; i < m; i++)
+				assert_non_null(again[i] = rxp_pool_get(p));
+			assert_null(rxp_pool_get(p));
+			for (asc = 1;
+			     asc < m && (uintptr_t)again[m - 1 - asc] < (uintptr_t)again[m - asc];
+			     asc++)
+				;
+			assert_true(asc >= m - CACHE);
+			for (unsigned i = 0; i < m; i++) { /* the same set */
+				bool found = false;
+
+				for (unsigned j = 0; j < m && !found; j++)
+					found = again[j] == back[i];
+				assert_true(found);
+			}
+		}
 		for (unsigned i = 0; i < N; i++)
 			rxp_pool_put(p, o[i]);
 		teardown(p);
