@@ -1,7 +1,8 @@
 /*
  * Fixed-size object pools with per-thread caches and deferred remote free.
  *
- * Layout: one aligned allocation of n slots; each slot is a 64-byte header
+ * Layout: one aligned allocation of n slots, each an odd number of cache
+ * lines (see rxp_pool_create); each slot is a 64-byte header
  * (owner thread; in RXP_DEBUG builds also state and allocation site)
  * followed by the object, so every object starts on a cache line (a
  * packet's first 64 bytes, what its hot path reads, are one line, and one
@@ -196,6 +197,14 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	snprintf(p->name, sizeof(p->name), "%s", cfg->name ? cfg->name : "pool");
 	p->obj_size = cfg->obj_size;
 	p->stride = RXP_ALIGN_UP(sizeof(struct obj_hdr) + cfg->obj_size, (size_t)RXP_CACHELINE);
+	/* An odd number of lines per slot, as DPDK's mempool pads its objects
+	 * unless told not to: with an even number, objects taken in address
+	 * order and used a fixed count apart (fragment r of datagram d sits
+	 * r x in-flight slots from fragment 0) land a multiple of 4 KiB apart,
+	 * in one L1 set. 45-fragment reassembly went from about 220 to 145 ns
+	 * per fragment, 2-8 fragments 2-5% faster. */
+	if (!((p->stride / RXP_CACHELINE) & 1))
+		p->stride += RXP_CACHELINE;
 	p->n = cfg->n;
 	if (cfg->cache_size == RXP_POOL_NO_CACHE)
 		p->cache_size = 0;
