@@ -363,6 +363,35 @@ static uint64_t rng_next(uint64_t *s)
 	return *s;
 }
 
+static void shuffle(void **v, unsigned n, uint64_t *seed)
+{
+	for (unsigned i = n - 1; i > 0; i--) {
+		unsigned j = (unsigned)(rng_next(seed) % (i + 1));
+		void *x = v[i];
+
+		v[i] = v[j];
+		v[j] = x;
+	}
+}
+
+/* How many of v's last entries are in ascending address order. */
+static unsigned ascending_tail(void *const *v, unsigned n)
+{
+	unsigned asc = 1;
+
+	while (asc < n && (uintptr_t)v[n - 1 - asc] < (uintptr_t)v[n - asc])
+		asc++;
+	return asc;
+}
+
+static int ptr_cmp(const void *a, const void *b)
+{
+	const void *pa = *(void *const *)a, *pb = *(void *const *)b;
+	uintptr_t x = (uintptr_t)pa, y = (uintptr_t)pb;
+
+	return x < y ? -1 : x > y;
+}
+
 /* Free every object in a random order, then take them all again: past what
  * the cache kept (at most its size), refills come lowest address first, so
  * the rest arrive in ascending order. A FIFO store would hand them back in
@@ -379,19 +408,13 @@ static void test_stash_refills_in_address_order(void **state)
 		struct rxp_pool *p = rxp_pool_create(&cfg);
 		void **o = calloc(N, sizeof(void *));
 		uint64_t seed = 0x9e3779b97f4a7c15ull + z;
-		unsigned asc = 1;
+		unsigned asc;
 
 		assert_non_null(p);
 		assert_non_null(o);
 		for (unsigned i = 0; i < N; i++)
 			assert_non_null(o[i] = rxp_pool_get(p));
-		for (unsigned i = N - 1; i > 0; i--) {
-			unsigned j = (unsigned)(rng_next(&seed) % (i + 1));
-			void *x = o[i];
-
-			o[i] = o[j];
-			o[j] = x;
-		}
+		shuffle(o, N, &seed);
 		for (unsigned i = 0; i < N; i++)
 			rxp_pool_put(p, o[i]);
 		/* the stash counts as free: holding one back is one leak */
@@ -401,15 +424,20 @@ static void test_stash_refills_in_address_order(void **state)
 		rxp_pool_put(p, o[N - 1]);
 		assert_int_equal(rxp_pool_leak_report(p, NULL), N - 1);
 		assert_ptr_equal(rxp_pool_get(p), o[N - 1]);
-		/* the longest ascending tail of the second pass */
-		while (asc < N && (uintptr_t)o[N - 1 - asc] < (uintptr_t)o[N - asc])
-			asc++;
+		asc = ascending_tail(o, N);
 		print_message("object size %zu: %u of %u taken in ascending order\n", sizes[z], asc,
 			      N);
 		assert_true(asc >= N - CACHE);
-		for (unsigned i = 0; i < N; i++) /* and all distinct */
-			for (unsigned j = i + 1; j < N && j < i + 8; j++)
-				assert_ptr_not_equal(o[i], o[j]);
+		{ /* and all distinct */
+			void **sorted = malloc(N * sizeof(void *));
+
+			assert_non_null(sorted);
+			memcpy(sorted, o, N * sizeof(void *));
+			qsort(sorted, N, sizeof(void *), ptr_cmp);
+			for (unsigned i = 1; i < N; i++)
+				assert_ptr_not_equal(sorted[i - 1], sorted[i]);
+			free(sorted);
+		}
 		/* Sparse: every 37th object back, scrambled, across several
 		 * summary words; the same set returns, the stash's part in
 		 * ascending order. */
@@ -420,23 +448,13 @@ static void test_stash_refills_in_address_order(void **state)
 
 			for (unsigned i = 0; i < N; i += STEP)
 				back[m++] = o[i];
-			for (unsigned i = m - 1; i > 0; i--) {
-				unsigned j = (unsigned)(rng_next(&seed) % (i + 1));
-				void *x = back[i];
-
-				back[i] = back[j];
-				back[j] = x;
-			}
+			shuffle(back, m, &seed);
 			for (unsigned i = 0; i < m; i++)
 				rxp_pool_put(p, back[i]);
 			for (unsigned i = 0; i < m; i++)
 				assert_non_null(again[i] = rxp_pool_get(p));
 			assert_null(rxp_pool_get(p));
-			for (asc = 1;
-			     asc < m && (uintptr_t)again[m - 1 - asc] < (uintptr_t)again[m - asc];
-			     asc++)
-				;
-			assert_true(asc >= m - CACHE);
+			assert_true(ascending_tail(again, m) >= m - CACHE);
 			for (unsigned i = 0; i < m; i++) { /* the same set */
 				bool found = false;
 
