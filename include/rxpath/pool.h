@@ -133,10 +133,23 @@ struct rxp_pool_head_ {
 	 * take, RXP_POOL_SOLE_MANY_ once a second thread has taken some
 	 * (for good: ownership is per object from then on). */
 	int sole;
+	/* Owners, kept twice: in each object's header (RXP_POOL_OWNER_AT_
+	 * before it), which bulk frees read (of objects their caller has just
+	 * used, so a line already at hand), and in this table, a byte per
+	 * object, which single frees read: a thread freeing other threads'
+	 * objects one by one then reads a small table that stays in its cache
+	 * instead of a line per object. An object's index is its offset from
+	 * obj0 over the slot size, an exact division done as a shift and a
+	 * multiply by the inverse of the slot size's odd part. Both change
+	 * together, and only when an object changes threads. */
+	unsigned owner_shift;
+	const unsigned char *obj0;
+	unsigned char *owners;
+	unsigned long long owner_inv;
 };
 #define RXP_POOL_SOLE_NONE_ (-1)
 #define RXP_POOL_SOLE_MANY_ (-2)
-#define RXP_POOL_OWNER_AT_ 64 /* the owner id sits this far before an object */
+#define RXP_POOL_OWNER_AT_ 64 /* the header's owner id sits this far before an object */
 
 static inline struct rxp_pool_cache_ *rxp_pool_cache_(struct rxp_pool *pool, unsigned tid)
 {
@@ -145,7 +158,19 @@ static inline struct rxp_pool_cache_ *rxp_pool_cache_(struct rxp_pool *pool, uns
 	return (struct rxp_pool_cache_ *)(void *)((char *)h->caches + tid * h->cache_stride);
 }
 
-static inline uint16_t rxp_pool_owner_(const void *obj)
+static inline uint32_t rxp_pool_index_(const struct rxp_pool_head_ *h, const void *obj)
+{
+	unsigned long long off = (unsigned long long)((const unsigned char *)obj - h->obj0);
+
+	return (uint32_t)((off >> h->owner_shift) * h->owner_inv);
+}
+
+static inline unsigned rxp_pool_owner_(const struct rxp_pool_head_ *h, const void *obj)
+{
+	return h->owners[rxp_pool_index_(h, obj)];
+}
+
+static inline uint16_t rxp_pool_owner_hdr_(const void *obj)
 {
 	return *(const uint16_t *)(const void *)((const char *)obj - RXP_POOL_OWNER_AT_);
 }
@@ -187,16 +212,18 @@ static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 	const struct rxp_pool_head_ *h = (const struct rxp_pool_head_ *)(const void *)pool;
 	struct rxp_pool_stage_ *s;
 
-	if (__builtin_expect(__atomic_load_n(&h->sole, __ATOMIC_RELAXED) == (int)tid ||
-				     rxp_pool_owner_(obj) == tid,
-			     1) &&
-	    __builtin_expect(c->len < c->cap, 1)) {
+	/* The owner is looked up once, and not at all while we are sole. */
+	if (__builtin_expect(__atomic_load_n(&h->sole, __ATOMIC_RELAXED) == (int)tid, 1))
+		owner = tid;
+	else
+		owner = rxp_pool_owner_(h, obj);
+	if (__builtin_expect(owner == tid && c->len < c->cap, 1)) {
 		c->objs[c->len++] = obj;
 		c->free++;
 		return;
 	}
-	/* Another thread's object, for the owner we batched for last. */
-	owner = rxp_pool_owner_(obj);
+	/* Another thread's object, for the owner we batched for last (a
+	 * batch's owner is never this thread). */
 	s = c->hot;
 	if (s && s->owner == owner && s->n < s->lim) {
 		s->objs[s->n++] = obj;
@@ -207,7 +234,8 @@ static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 	rxp_pool_put_at_(pool, obj);
 }
 
-static inline void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, unsigned n)
+static inline __attribute__((always_inline)) void rxp_pool_put_bulk(struct rxp_pool *pool,
+								    void *const *objs, unsigned n)
 {
 #ifndef RXP_DEBUG
 	unsigned tid = rxp_thread_id(), i;
@@ -230,10 +258,12 @@ static inline void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, u
 		 * branch (each pointer is loaded once). Slots past len are
 		 * free space, so stopping at a foreign object leaves nothing
 		 * to undo: the call then sorts the whole batch. */
+#pragma GCC unroll 8 /* a burst of 32 in one straight run, whatever the caller's inlining */
 		for (i = 0; i + 4 <= n; i += 4) {
 			void *o0 = objs[i], *o1 = objs[i + 1], *o2 = objs[i + 2], *o3 = objs[i + 3];
-			unsigned x = ((rxp_pool_owner_(o0) ^ me) | (rxp_pool_owner_(o1) ^ me)) |
-				     ((rxp_pool_owner_(o2) ^ me) | (rxp_pool_owner_(o3) ^ me));
+			unsigned x =
+				((rxp_pool_owner_hdr_(o0) ^ me) | (rxp_pool_owner_hdr_(o1) ^ me)) |
+				((rxp_pool_owner_hdr_(o2) ^ me) | (rxp_pool_owner_hdr_(o3) ^ me));
 
 			if (__builtin_expect(x != 0, 0))
 				break;
@@ -245,7 +275,7 @@ static inline void rxp_pool_put_bulk(struct rxp_pool *pool, void *const *objs, u
 		for (; i < n; i++) {
 			void *o = objs[i];
 
-			if (__builtin_expect(rxp_pool_owner_(o) != me, 0))
+			if (__builtin_expect(rxp_pool_owner_hdr_(o) != me, 0))
 				break;
 			dst[i] = o;
 		}
