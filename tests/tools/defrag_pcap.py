@@ -126,7 +126,8 @@ def check(d, out, kept, extra=0):
     want_arp = exp["arp"] if linktype == 1 else 0
     ok = (len(left) == extra and len(got) - extra == len(exp["datagrams"]) and frags == kept
           and arps == want_arp)
-    print(f"datagrams: got {len(got)} expected {len(exp['datagrams'])}; "
+    plus = f" + {extra} the policy completes" if extra else ""
+    print(f"datagrams: got {len(got)} expected {len(exp['datagrams'])}{plus}; "
           f"fragments kept: got {frags} expected {kept}; arp: got {arps} expected {want_arp}")
     if not ok:
         print("MISMATCH", got, exp["datagrams"])
