@@ -23,6 +23,11 @@
  *     objects should call it in its loop (rxpath's workers do) and before it
  *     idles, or up to 4 x 127 objects wait in its batches.
  *
+ * Memory: n slots, each the object plus a 64-byte header rounded up to an odd
+ * number of cache lines (so that objects a power-of-two count apart do not
+ * share cache sets); a byte per object for the owner table; and, per thread
+ * whose cache has overflowed, a stash bitmap of n/8 bytes (made then).
+ *
  * Exhaustion returns NULL and counts alloc_fail; nothing blocks. Every object
  * is counted while outstanding, and rxp_pool_destroy() reports leaks (in
  * RXP_DEBUG builds with the file:line that allocated each one).
