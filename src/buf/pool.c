@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,9 +475,15 @@ static inline void *stash_obj(const struct rxp_pool *p, uint32_t idx)
 
 static inline void stash_lock(struct stash *st)
 {
+	unsigned spins = 0;
+
 	while (atomic_exchange_explicit(&st->lock, 1, memory_order_acquire))
-		while (atomic_load_explicit(&st->lock, memory_order_relaxed))
-			__builtin_ia32_pause();
+		while (atomic_load_explicit(&st->lock, memory_order_relaxed)) {
+			if (++spins & 63)
+				__builtin_ia32_pause();
+			else
+				sched_yield(); /* the holder may be preempted, as in ring.h */
+		}
 }
 
 static inline void stash_unlock(struct stash *st)
