@@ -527,6 +527,117 @@ static void test_stash_spills_to_other_threads(void **state)
 	free(theirs);
 }
 
+/* Several threads allocate and free (some of it on other threads) from a
+ * pool too small for all of them, so the ring keeps running dry and stashes
+ * are spilled while their owners use them. Each object carries a flag set
+ * while it is held: an object handed out twice, or freed while free, trips
+ * it; at the end everything is back. */
+enum { CH_THREADS = 4, CH_HOLD = 96, CH_SLOTS = 64 };
+struct churn {
+	struct rxp_pool *p;
+	void *_Atomic *slots; /* shared: objects left here are freed by another thread */
+	uint64_t seed;
+	long iters, got, fails;
+	atomic_int *bad;
+};
+
+static void flag_init(void *obj, unsigned idx, void *arg)
+{
+	(void)idx;
+	(void)arg;
+	atomic_init((atomic_int *)obj, 0);
+}
+
+static void churn_free(struct churn *c, void *o)
+{
+	if (atomic_exchange((atomic_int *)o, 0) != 1)
+		atomic_fetch_add(c->bad, 1);
+	rxp_pool_put(c->p, o);
+}
+
+static void *churn_thread(void *arg)
+{
+	struct churn *c = arg;
+	void *held[CH_HOLD];
+	unsigned nh = 0;
+
+	for (long it = 0; it < c->iters; it++) {
+		uint64_t r = rng_next(&c->seed);
+		unsigned k = 1 + (unsigned)(r >> 8) % 32;
+
+		if (r & 1) {
+			while (k-- && nh < CH_HOLD) {
+				void *o = rxp_pool_get(c->p);
+
+				if (!o) {
+					c->fails++;
+					break;
+				}
+				if (atomic_exchange((atomic_int *)o, 1) != 0)
+					atomic_fetch_add(c->bad, 1);
+				held[nh++] = o;
+				c->got++;
+			}
+		} else {
+			while (k-- && nh) {
+				void *o = held[--nh];
+
+				if ((r >> 40) & 1) /* leave it for whoever takes the slot */
+					o = atomic_exchange(&c->slots[(r >> 41) % CH_SLOTS], o);
+				if (o)
+					churn_free(c, o);
+			}
+		}
+		if ((it & 15) == 0)
+			rxp_pool_drain_deferred(c->p);
+	}
+	while (nh)
+		churn_free(c, held[--nh]);
+	rxp_pool_drain_deferred(c->p);
+	rxp_pool_flush_cache(c->p);
+	return NULL;
+}
+
+static void test_stash_churn_threads(void **state)
+{
+	struct rxp_pool_config cfg = {
+		.name = "tp", .obj_size = 64, .n = 256, .cache_size = 32, .obj_init = flag_init};
+	struct rxp_pool *p = rxp_pool_create(&cfg);
+	void *_Atomic slots[CH_SLOTS] = {0};
+	atomic_int bad = 0;
+	struct churn c[CH_THREADS];
+	pthread_t th[CH_THREADS];
+	long got = 0, fails = 0;
+
+	assert_non_null(p);
+	for (int i = 0; i < CH_THREADS; i++) {
+		c[i] = (struct churn){.p = p,
+				      .slots = slots,
+				      .seed = 0x5eed + (uint64_t)i * 7919,
+				      .iters = 20000,
+				      .bad = &bad};
+		assert_int_equal(pthread_create(&th[i], NULL, churn_thread, &c[i]), 0);
+	}
+	for (int i = 0; i < CH_THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		got += c[i].got;
+		fails += c[i].fails;
+	}
+	for (int i = 0; i < CH_SLOTS; i++) {
+		void *o = atomic_exchange(&slots[i], NULL);
+
+		if (o) {
+			if (atomic_exchange((atomic_int *)o, 0) != 1)
+				bad++;
+			rxp_pool_put_shared(p, o);
+		}
+	}
+	print_message("%ld objects taken, %ld refused while the pool was empty\n", got, fails);
+	assert_int_equal(atomic_load(&bad), 0);
+	assert_true(fails > 0); /* the ring did run dry */
+	teardown(p);
+}
+
 /* ---- leak report ---------------------------------------------------------- */
 
 static char logbuf[8192];
@@ -726,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_same_thread_free_stays_local),
 		cmocka_unit_test(test_stash_refills_in_address_order),
 		cmocka_unit_test(test_stash_spills_to_other_threads),
+		cmocka_unit_test(test_stash_churn_threads),
 		cmocka_unit_test(test_leak_report_catches_injected_leak),
 		cmocka_unit_test(test_pkt_remote_free),
 		cmocka_unit_test(test_bulk_get_after_drain),
