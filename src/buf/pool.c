@@ -4,8 +4,7 @@
  * Layout: one aligned allocation of n slots, each an odd number of cache
  * lines (see rxp_pool_create); each slot is a 64-byte header (in RXP_DEBUG
  * builds also the object's state and allocation site; always its owner)
- * followed by the object,
- * so every object starts on a cache line (a
+ * followed by the object, so every object starts on a cache line (a
  * packet's first 64 bytes, what its hot path reads, are one line, and one
  * prefetch of the pointer covers them; with a 32-byte header they straddled
  * two lines, which cost reassembly 10-20% at 4-8 fragments per datagram).
@@ -281,7 +280,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 
 static unsigned obj_index(const struct rxp_pool *p, const void *obj)
 {
-	return (unsigned)(((const uint8_t *)obj - p->mem) / p->stride);
+	return rxp_pool_index_(&p->head, obj);
 }
 
 static void mark_ring(const struct rxp_pool *p, const struct rxp_mpmc *r, uint8_t *isfree)
@@ -463,11 +462,6 @@ static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n);
  * emptied into the ring, so objects in stashes are never lost to others.
  */
 
-static inline uint32_t stash_index(const struct rxp_pool *p, const void *obj)
-{
-	return rxp_pool_index_(&p->head, obj);
-}
-
 static inline void *stash_obj(const struct rxp_pool *p, uint32_t idx)
 {
 	return p->mem + (size_t)idx * p->stride + sizeof(struct obj_hdr);
@@ -512,7 +506,7 @@ static bool stash_put(struct rxp_pool *p, unsigned tid, void *const *objs, uint3
 	stash_lock(st);
 	lo = st->lo;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t idx = stash_index(p, objs[i]), w = idx >> 6;
+		uint32_t idx = obj_index(p, objs[i]), w = idx >> 6;
 
 		if (!st->bits[w]) {
 			st->sum[w >> 6] |= 1ull << (w & 63);
@@ -567,18 +561,27 @@ static uint32_t stash_take(struct rxp_pool *p, struct stash *st, void **dst, uin
 	return got;
 }
 
-/* Every stash into the shared ring (the ring ran dry, or the pool is being
- * flushed); returns the objects moved. */
-static uint32_t stash_spill_all(struct rxp_pool *p)
+/* All of stash st into the shared ring; returns the objects moved. */
+static uint32_t stash_to_ring(struct rxp_pool *p, struct stash *st)
 {
 	void *tmp[256];
 	uint32_t moved = 0, got;
 
+	while ((got = stash_take(p, st, tmp, RXP_ARRAY_SIZE(tmp)))) {
+		to_ring(p, tmp, got);
+		moved += got;
+	}
+	return moved;
+}
+
+/* Every stash into the shared ring (the ring ran dry); returns the objects
+ * moved. */
+static uint32_t stash_spill_all(struct rxp_pool *p)
+{
+	uint32_t moved = 0;
+
 	for (unsigned t = 0; p->stash && t < RXP_MAX_THREADS; t++)
-		while ((got = stash_take(p, &p->stash[t], tmp, RXP_ARRAY_SIZE(tmp)))) {
-			to_ring(p, tmp, got);
-			moved += got;
-		}
+		moved += stash_to_ring(p, &p->stash[t]);
 	return moved;
 }
 
@@ -830,8 +833,8 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *p, void *const *objs, unsigned n)
 
 	for (unsigned i = 0; i < n; i++) /* first, as in put_at_ */
 		mark_free(p, objs[i]);
-		/* Common case: all ours and the cache has room: one check pass, one copy. */
 #pragma GCC unroll 8
+	/* Common case: all ours and the cache has room: one check pass, one copy. */
 	for (unsigned i = 0; i < n; i++)
 		foreign |= hdr_of(objs[i])->owner ^ tid;
 	if (rxp_likely(!foreign && c->len + n <= c->cap)) {
@@ -913,13 +916,7 @@ void rxp_pool_flush_cache(struct rxp_pool *p)
 	if (c->len)
 		to_ring(p, c->objs, c->len);
 	c->len = 0;
-	{
-		void *tmp[256];
-		uint32_t got;
-
-		while ((got = stash_take(p, &p->stash[tid], tmp, RXP_ARRAY_SIZE(tmp))))
-			to_ring(p, tmp, got);
-	}
+	stash_to_ring(p, &p->stash[tid]);
 }
 
 /* ---- accounting ------------------------------------------------------------ */

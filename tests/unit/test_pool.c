@@ -374,6 +374,19 @@ static void shuffle(void **v, unsigned n, uint64_t *seed)
 	}
 }
 
+/* Free v's n objects in a random order, then take n back into out (which
+ * may be v): the pool must then be empty. */
+static void put_scrambled_take_back(struct rxp_pool *p, void **v, void **out, unsigned n,
+				    uint64_t *seed)
+{
+	shuffle(v, n, seed);
+	for (unsigned i = 0; i < n; i++)
+		rxp_pool_put(p, v[i]);
+	for (unsigned i = 0; i < n; i++)
+		assert_non_null(out[i] = rxp_pool_get(p));
+	assert_null(rxp_pool_get(p));
+}
+
 /* How many of v's last entries are in ascending address order. */
 static unsigned ascending_tail(void *const *v, unsigned n)
 {
@@ -414,13 +427,8 @@ static void test_stash_refills_in_address_order(void **state)
 		assert_non_null(o);
 		for (unsigned i = 0; i < N; i++)
 			assert_non_null(o[i] = rxp_pool_get(p));
-		shuffle(o, N, &seed);
-		for (unsigned i = 0; i < N; i++)
-			rxp_pool_put(p, o[i]);
+		put_scrambled_take_back(p, o, o, N, &seed);
 		/* the stash counts as free: holding one back is one leak */
-		for (unsigned i = 0; i < N; i++)
-			assert_non_null(o[i] = rxp_pool_get(p));
-		assert_null(rxp_pool_get(p));
 		rxp_pool_put(p, o[N - 1]);
 		assert_int_equal(rxp_pool_leak_report(p, NULL), N - 1);
 		assert_ptr_equal(rxp_pool_get(p), o[N - 1]);
@@ -448,12 +456,7 @@ static void test_stash_refills_in_address_order(void **state)
 
 			for (unsigned i = 0; i < N; i += STEP)
 				back[m++] = o[i];
-			shuffle(back, m, &seed);
-			for (unsigned i = 0; i < m; i++)
-				rxp_pool_put(p, back[i]);
-			for (unsigned i = 0; i < m; i++)
-				assert_non_null(again[i] = rxp_pool_get(p));
-			assert_null(rxp_pool_get(p));
+			put_scrambled_take_back(p, back, again, m, &seed);
 			assert_true(ascending_tail(again, m) >= m - CACHE);
 			for (unsigned i = 0; i < m; i++) { /* the same set */
 				bool found = false;
