@@ -65,6 +65,48 @@ static inline struct rxp_mpmc *rxp_mpmc_create(uint32_t capacity)
 	return r;
 }
 
+/* Copy n pointers out of, or into, the slots from position head on: in at
+ * most two runs (the second from slot 0 when the range wraps), by memcpy once
+ * there are a few. A loop of one load or store per pointer had the cost of a
+ * 128-pointer batch set by how many of its cache misses fit in the
+ * out-of-order window: with the other thread on a distant core it took
+ * rxpath bench pool's cross-thread row from 26.5 to 22 cycles per object (3%
+ * on near cores). */
+#define RXP_MPMC_COPY_RUN 8 /* below this many, a loop beats a call */
+static inline void rxp_mpmc_copy_out(const struct rxp_mpmc *r, void **objs, uint32_t head,
+				     uint32_t n)
+{
+	uint32_t idx = head & r->mask, first = r->mask + 1 - idx;
+
+	if (n < RXP_MPMC_COPY_RUN) {
+		for (uint32_t i = 0; i < n; i++)
+			objs[i] = r->slots[(head + i) & r->mask];
+		return;
+	}
+	if (first > n)
+		first = n;
+	memcpy(objs, &r->slots[idx], first * sizeof(void *));
+	if (n > first)
+		memcpy(objs + first, &r->slots[0], (n - first) * sizeof(void *));
+}
+
+static inline void rxp_mpmc_copy_in(struct rxp_mpmc *r, void *const *objs, uint32_t head,
+				    uint32_t n)
+{
+	uint32_t idx = head & r->mask, first = r->mask + 1 - idx;
+
+	if (n < RXP_MPMC_COPY_RUN) {
+		for (uint32_t i = 0; i < n; i++)
+			r->slots[(head + i) & r->mask] = objs[i];
+		return;
+	}
+	if (first > n)
+		first = n;
+	memcpy(&r->slots[idx], objs, first * sizeof(void *));
+	if (n > first)
+		memcpy(&r->slots[0], objs + first, (n - first) * sizeof(void *));
+}
+
 /* Enqueue n pointers; all or nothing when bulk, else as many as fit.
  * Returns how many were enqueued. */
 static inline uint32_t rxp_mpmc_enqueue(struct rxp_mpmc *r, void *const *objs, uint32_t n,
@@ -85,8 +127,7 @@ static inline uint32_t rxp_mpmc_enqueue(struct rxp_mpmc *r, void *const *objs, u
 		next = head + n;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&r->prod_head, &head, next, memory_order_relaxed, memory_order_relaxed));
-	for (uint32_t i = 0; i < n; i++)
-		r->slots[(head + i) & r->mask] = objs[i];
+	rxp_mpmc_copy_in(r, objs, head, n);
 	rxp_mpmc_wait_tail(&r->prod_tail, head);
 	atomic_store_explicit(&r->prod_tail, next, memory_order_release);
 	return n;
@@ -109,8 +150,7 @@ static inline uint32_t rxp_mpmc_dequeue(struct rxp_mpmc *r, void **objs, uint32_
 		next = head + n;
 	} while (!atomic_compare_exchange_weak_explicit(
 		&r->cons_head, &head, next, memory_order_relaxed, memory_order_relaxed));
-	for (uint32_t i = 0; i < n; i++)
-		objs[i] = r->slots[(head + i) & r->mask];
+	rxp_mpmc_copy_out(r, objs, head, n);
 	rxp_mpmc_wait_tail(&r->cons_tail, head);
 	atomic_store_explicit(&r->cons_tail, next, memory_order_release);
 	return n;
@@ -125,8 +165,7 @@ static inline uint32_t rxp_mpmc_dequeue_sc(struct rxp_mpmc *r, void **objs, uint
 
 	if (n > avail)
 		n = avail;
-	for (uint32_t i = 0; i < n; i++)
-		objs[i] = r->slots[(head + i) & r->mask];
+	rxp_mpmc_copy_out(r, objs, head, n);
 	atomic_store_explicit(&r->cons_head, head + n, memory_order_relaxed);
 	atomic_store_explicit(&r->cons_tail, head + n, memory_order_release);
 	return n;
