@@ -204,9 +204,9 @@ static void test_mpmc_threads(void **state)
 	assert_non_null(m.seen);
 	for (int i = 0; i < MT_PRODS + MT_CONS; i++) {
 		args[i] = (struct mt_arg){.m = &m, .id = i};
-		assert_int_equal(pthread_create(&th[i], NULL, i < MT_PRODS ? mt_prod : mt_cons,
-						&args[i]),
-				 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, i < MT_PRODS ? mt_prod : mt_cons, &args[i]),
+			0);
 	}
 	for (int i = 0; i < MT_PRODS + MT_CONS; i++)
 		pthread_join(th[i], NULL);
