@@ -14,7 +14,9 @@
  *     the shared ring.
  * Cycles per object (TSC), median of --runs; ratios against DPDK (rows 1, 2)
  * or the shared-ring free (row 3). --instr adds callgrind instruction counts
- * for the single-thread rows (stable on a noisy machine).
+ * for the single-thread rows (stable on a noisy machine); --row2 S runs row 2
+ * alone for S seconds and sorts its rounds by placement (see
+ * row2_placements()).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -415,6 +417,108 @@ static double run_pair(int kind, long n)
 	return r;
 }
 
+/*
+ * --row2 SECONDS: row 2 alone, again and again for that long. Each round runs
+ * the hand-over alone, DPDK and rxpath's deferred free back to back, and the
+ * summary sorts the rounds by what the hand-over alone cost in them: the
+ * host moves this machine's two vCPUs between placements within minutes,
+ * and far apart every variant pays several times more per object (one full
+ * run lands in whichever placement it gets). pool_row2.csv has every round.
+ */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median_of(double *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void row2_placements(double secs, long per, const struct bench_opts *o)
+{
+	enum { MAXR = 1 << 17 };
+	static const struct {
+		const char *name;
+		double lo, hi;
+	} bins[] = {{"hand-over alone < 6 cycles (near)", 0, 6},
+		    {"hand-over alone 6-9 cycles", 6, 9},
+		    {"hand-over alone >= 9 cycles (far)", 9, 1e300}};
+	double(*r)[4] = malloc(MAXR * sizeof(*r));
+	double *a = malloc(MAXR * sizeof(double)), *b = malloc(MAXR * sizeof(double)),
+	       *c = malloc(MAXR * sizeof(double));
+	double ghz = bench_tsc_ghz();
+	uint64_t t0 = bench_cycles();
+	size_t n = 0;
+	FILE *csv = NULL;
+
+	if (!r || !a || !b || !c) {
+		fprintf(stderr, "bench pool: out of memory\n");
+		exit(1);
+	}
+	while (n < MAXR && (double)(bench_cycles() - t0) / (ghz * 1e9) < secs) {
+		struct rxp_pool_stats s0, s1;
+
+		r[n][0] = run_pair(X_HANDOFF, per);
+		r[n][1] = run_pair(X_DPDK, per);
+		rxp_pool_get_stats(pool, &s0);
+		r[n][2] = run_pair(X_RXP_DEFER, per);
+		rxp_pool_get_stats(pool, &s1);
+		r[n][3] = (double)(s1.defer_overflow - s0.defer_overflow) / (double)per;
+		n++;
+	}
+	printf("row 2 alone for %.0f s: %zu rounds of %ld objects per variant\n", secs, n, per);
+	printf("%-36s %7s %10s %10s %7s %9s\n", "placement (by the hand-over's cost)", "rounds",
+	       "dpdk", "rxpath", "ratio", "past cap");
+	for (size_t k = 0; k < sizeof(bins) / sizeof(bins[0]); k++) {
+		size_t m = 0;
+		double md, mr, mo;
+
+		for (size_t i = 0; i < n; i++)
+			if (r[i][0] >= bins[k].lo && r[i][0] < bins[k].hi) {
+				a[m] = r[i][1];
+				b[m] = r[i][2];
+				c[m] = r[i][3];
+				m++;
+			}
+		if (!m) {
+			printf("%-36s %7d\n", bins[k].name, 0);
+			continue;
+		}
+		md = median_of(a, m);
+		mr = median_of(b, m);
+		mo = median_of(c, m);
+		printf("%-36s %7zu %10.2f %10.2f %6.2fx %8.1f%%\n", bins[k].name, m, md, mr,
+		       md / mr, 100 * mo);
+	}
+	printf("(cycles per object, medians; ratio > 1: rxpath is cheaper; past cap: remote "
+	       "frees that found the owner's deferred list full)\n");
+	if (o->outdir) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/pool_row2.csv", o->outdir);
+		csv = fopen(path, "w");
+		if (!csv)
+			fprintf(stderr, "bench pool: cannot write %s\n", path);
+	}
+	if (csv) {
+		fprintf(csv, "round,handover_cycles,dpdk_cycles,rxpath_cycles,past_cap_fraction\n");
+		for (size_t i = 0; i < n; i++)
+			fprintf(csv, "%zu,%.3f,%.3f,%.3f,%.4f\n", i, r[i][0], r[i][1], r[i][2],
+				r[i][3]);
+		fclose(csv);
+	}
+	free(r);
+	free(a);
+	free(b);
+	free(c);
+}
+
 static void load_allocators(void)
 {
 #ifdef RXP_MIMALLOC_LIB
@@ -543,6 +647,7 @@ int main(int argc, char **argv)
 	struct bench_table t = {.name = "pool"};
 	struct bench_opts o;
 	int instr = 0;
+	double row2_secs = 0;
 	long n1, n2;
 
 	static_tls_for_jemalloc(argv);
@@ -587,19 +692,47 @@ int main(int argc, char **argv)
 			instr = 1;
 			memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(char *));
 			argc--;
-			break;
+			i--;
+		} else if (!strcmp(argv[i], "--row2")) {
+			char *end = NULL;
+
+			row2_secs = i + 1 < argc ? strtod(argv[i + 1], &end) : 0;
+			if (!end || *end || !(row2_secs > 0) || row2_secs > 86400) {
+				fprintf(stderr, "rxpath bench pool: --row2 wants seconds (0 < s <= "
+						"86400)\n");
+				return 2;
+			}
+			memmove(argv + i, argv + i + 2, (size_t)(argc - i - 1) * sizeof(char *));
+			argc -= 2;
+			i--;
 		}
-	bench_parse(argc, argv, &o, "pool",
-		    "Buffer pools: rxpath vs DPDK 22.11 rte_mempool vs glibc malloc, mimalloc and\n"
-		    "jemalloc; one thread, alloc/free across two threads, and same-thread free to\n"
-		    "the local cache vs the shared ring (thread 004). Cycles per object.\n"
-		    "  --instr      also callgrind instruction counts for the one-thread rows");
+	bench_parse(
+		argc, argv, &o, "pool",
+		"Buffer pools: rxpath vs DPDK 22.11 rte_mempool vs glibc malloc, mimalloc and\n"
+		"jemalloc; one thread, alloc/free across two threads, and same-thread free to\n"
+		"the local cache vs the shared ring (thread 004). Cycles per object.\n"
+		"  --instr      also callgrind instruction counts for the one-thread rows\n"
+		"  --row2 S     only row 2 (hand-over, DPDK, rxpath deferred free), round after\n"
+		"               round for S seconds, summarised by placement (the hand-over's\n"
+		"               own cost); every round to pool_row2.csv with --outdir");
 	n1 = o.quick ? 200000 : 4000000;
 	n2 = o.quick ? 100000 : 1000000;
 	setup_pools(1);
 	load_allocators();
 	fix_dpdk_loops(v, nv);
 	bench_pin(0);
+	if (row2_secs > 0) {
+#ifdef RXP_HAVE_DPDK
+		if (have_dpdk) {
+			row2_placements(row2_secs, n2, &o);
+			teardown_pools();
+			return 0;
+		}
+#endif
+		fprintf(stderr, "rxpath bench pool: --row2 needs DPDK, which this run lacks\n");
+		teardown_pools();
+		return 1;
+	}
 
 	printf("pool benchmark: %d-byte objects, %d per pool, TSC %.2f GHz, %d runs each\n",
 	       OBJ_SIZE, NOBJ, bench_tsc_ghz(), o.runs);

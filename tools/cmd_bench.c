@@ -111,6 +111,31 @@ static void plot_fragmentsmack(const char *out)
 		return; /* no defrag run, no gnuplot: nothing to draw */
 }
 
+/* One benchmark with its own options: what this command took before them
+ * (--quick, --out DIR) goes along, as --quick and --outdir DIR. */
+static int forward(const char *name, int argc, char **argv, int quick, const char *out)
+{
+	char **av = calloc((size_t)argc + 4, sizeof(char *));
+	int n = 0;
+
+	if (!av)
+		return RXP_EXIT_FAIL;
+	if (quick)
+		av[n++] = "--quick";
+	if (out[0] && mkdirs(out)) {
+		fprintf(stderr, "rxpath bench: cannot create %s: %s\n", out, strerror(errno));
+		free(av);
+		return RXP_EXIT_USAGE;
+	}
+	if (out[0]) {
+		av[n++] = "--outdir";
+		av[n++] = (char *)out;
+	}
+	for (int i = 0; i < argc; i++)
+		av[n++] = argv[i];
+	return rxp_bench_exec(name, n, av); /* returns only on failure */
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rxpath bench [--out DIR] [--quick] [NAME...]\n\n"
@@ -146,7 +171,7 @@ static int bench_main(int argc, char **argv)
 		} else if (argv[i][0] == '-') {
 			/* Options after a single NAME belong to that benchmark. */
 			if (nnames == 1)
-				return rxp_bench_exec(names[0], argc - i, argv + i);
+				return forward(names[0], argc - i, argv + i, quick, out);
 			fprintf(stderr, "rxpath bench: unknown option '%s'\n", argv[i]);
 			usage(stderr);
 			return RXP_EXIT_USAGE;
