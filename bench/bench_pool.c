@@ -422,24 +422,10 @@ static double run_pair(int kind, long n)
  * the hand-over alone, DPDK and rxpath's deferred free back to back, and the
  * summary sorts the rounds by what the hand-over alone cost in them: the
  * host moves this machine's two vCPUs between placements within minutes,
- * and far apart every variant pays several times more per object (one full
- * run lands in whichever placement it gets). pool_row2.csv has every round.
+ * and far apart the hand-over alone costs two to three times as much and
+ * every variant more (one full run lands in whichever placement it gets).
+ * pool_row2.csv has every round.
  */
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median_of(double *v, size_t n)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void row2_placements(double secs, long per, const struct bench_opts *o)
 {
 	enum { MAXR = 1 << 17 };
@@ -490,9 +476,9 @@ static void row2_placements(double secs, long per, const struct bench_opts *o)
 			printf("%-36s %7d\n", bins[k].name, 0);
 			continue;
 		}
-		md = median_of(a, m);
-		mr = median_of(b, m);
-		mo = median_of(c, m);
+		md = bench_median(a, (int)m);
+		mr = bench_median(b, (int)m);
+		mo = bench_median(c, (int)m);
 		printf("%-36s %7zu %10.2f %10.2f %6.2fx %8.1f%%\n", bins[k].name, m, md, mr,
 		       md / mr, 100 * mo);
 	}

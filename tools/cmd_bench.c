@@ -115,25 +115,27 @@ static void plot_fragmentsmack(const char *out)
  * (--quick, --out DIR) goes along, as --quick and --outdir DIR. */
 static int forward(const char *name, int argc, char **argv, int quick, const char *out)
 {
-	char **av = calloc((size_t)argc + 4, sizeof(char *));
-	int n = 0;
+	char **av;
+	int n = 0, rc;
 
+	if (out[0] && mkdirs(out)) {
+		fprintf(stderr, "rxpath bench: cannot create %s: %s\n", out, strerror(errno));
+		return RXP_EXIT_USAGE;
+	}
+	av = calloc((size_t)argc + 4, sizeof(char *));
 	if (!av)
 		return RXP_EXIT_FAIL;
 	if (quick)
 		av[n++] = "--quick";
-	if (out[0] && mkdirs(out)) {
-		fprintf(stderr, "rxpath bench: cannot create %s: %s\n", out, strerror(errno));
-		free(av);
-		return RXP_EXIT_USAGE;
-	}
 	if (out[0]) {
 		av[n++] = "--outdir";
 		av[n++] = (char *)out;
 	}
 	for (int i = 0; i < argc; i++)
 		av[n++] = argv[i];
-	return rxp_bench_exec(name, n, av); /* returns only on failure */
+	rc = rxp_bench_exec(name, n, av); /* returns only on failure */
+	free(av);
+	return rc;
 }
 
 static void usage(FILE *f)
