@@ -261,7 +261,20 @@ static double time_loop(void (*loop)(long), long n)
 
 /* ---- two threads: A allocates, B frees ---------------------------------- */
 
+/*
+ * The hand-over is a ring of SPSC slots, NULL when free. B hands slots back
+ * in batches of ZERO_BATCH (two cache lines), last slot first, as Linux's
+ * ptr_ring consumer does: with the ring full, A polls the next slot, and a
+ * slot freed one at a time put A's poll on the very line B was clearing,
+ * so every free paid a line transfer whenever B was the slower side. With
+ * the two vCPUs far apart that cost depended on which side a variant made
+ * the slower: rxpath's deferred free, whose allocations are cheaper, went
+ * from 0.78x DPDK to 1.00x in 120 s of rounds alternating the two hand-overs
+ * (DPDK 18.9 -> 17.5 cycles, the hand-over alone 11.9 -> 10.0; a build that
+ * also counted spins and timed the flushes).
+ */
 #define SPSC 1024
+#define ZERO_BATCH 16
 struct handover {
 	/* Read-only, then each side's own line, apart from the slots: a
 	 * counter sharing a line with the other side's would make every
@@ -344,6 +357,7 @@ static int consumer(void *arg)
 {
 	struct handover *h = arg;
 	long freed = 0;
+	uint32_t taken = h->tail; /* slots up to tail are read, not yet handed back */
 
 	while (!atomic_load(&h->go))
 		;
@@ -355,8 +369,13 @@ static int consumer(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
-		atomic_store_explicit(&h->slot[h->tail & (SPSC - 1)], NULL, memory_order_relaxed);
 		h->tail++;
+		if (h->tail - taken == ZERO_BATCH || freed + 1 == h->n) {
+			for (uint32_t k = h->tail; k-- != taken;)
+				atomic_store_explicit(&h->slot[k & (SPSC - 1)], NULL,
+						      memory_order_relaxed);
+			taken = h->tail;
+		}
 		x_free(h->kind, o);
 		freed++;
 	}
@@ -366,30 +385,58 @@ static int consumer(void *arg)
 	return 0;
 }
 
-static void *consumer_pthread(void *arg)
+/* Thread B runs fn(arg) on the second core: an EAL lcore when DPDK is up,
+ * else a pinned pthread. */
+struct on_b {
+	int (*fn)(void *);
+	void *arg;
+	pthread_t t;
+};
+
+static void *on_b_pthread(void *arg)
 {
+	struct on_b *b = arg;
+
 	bench_pin(1);
-	consumer(arg);
+	b->fn(b->arg);
 	return NULL;
+}
+
+static void b_start(struct on_b *b, int (*fn)(void *), void *arg)
+{
+	b->fn = fn;
+	b->arg = arg;
+#ifdef RXP_HAVE_DPDK
+	if (have_dpdk && rte_lcore_count() > 1) {
+		rte_eal_remote_launch(fn, arg, rte_get_next_lcore(-1, 1, 0));
+		return;
+	}
+#endif
+	pthread_create(&b->t, NULL, on_b_pthread, b);
+}
+
+static void b_wait(struct on_b *b)
+{
+#ifdef RXP_HAVE_DPDK
+	if (have_dpdk && rte_lcore_count() > 1) {
+		rte_eal_mp_wait_lcore();
+		return;
+	}
+#endif
+	pthread_join(b->t, NULL);
 }
 
 static double run_pair(int kind, long n)
 {
 	struct handover *h = aligned_alloc(64, sizeof(*h));
-	pthread_t t = 0;
-
-	memset(h, 0, sizeof(*h));
+	struct on_b b;
 	uint64_t c0;
 	double r;
 
+	memset(h, 0, sizeof(*h));
 	h->n = n;
 	h->kind = kind;
-#ifdef RXP_HAVE_DPDK
-	if (have_dpdk && rte_lcore_count() > 1)
-		rte_eal_remote_launch(consumer, h, rte_get_next_lcore(-1, 1, 0));
-	else
-#endif
-		pthread_create(&t, NULL, consumer_pthread, h);
+	b_start(&b, consumer, h);
 	atomic_store(&h->go, 1);
 	c0 = bench_cycles();
 	for (long i = 0; i < n; i++) {
@@ -406,83 +453,119 @@ static double run_pair(int kind, long n)
 	while (!atomic_load(&h->done))
 		__builtin_ia32_pause();
 	r = (double)(bench_cycles() - c0) / (double)n;
-#ifdef RXP_HAVE_DPDK
-	if (have_dpdk && rte_lcore_count() > 1)
-		rte_eal_mp_wait_lcore();
-	else
-#endif
-		pthread_join(t, NULL);
+	b_wait(&b);
 	rxp_pool_drain_deferred(pool);
 	free(h);
 	return r;
 }
 
+/* How far apart the two cores are: TSC cycles for one cache line to go from
+ * A to B and back, the median of batches of PING round trips. On this
+ * machine it is bimodal as the host moves the vCPUs: about 200 near and about
+ * 1,000 far apart. */
+#define PING 2000
+static _Alignas(64) _Atomic long ping_line;
+
+static int ping_b(void *arg)
+{
+	long rounds = *(const long *)arg;
+
+	for (long i = 1; i <= rounds; i++) {
+		while (atomic_load_explicit(&ping_line, memory_order_acquire) != 2 * i - 1)
+			__builtin_ia32_pause();
+		atomic_store_explicit(&ping_line, 2 * i, memory_order_release);
+	}
+	return 0;
+}
+
+static double line_round_trip(void)
+{
+	long rounds = 5 * PING;
+	double v[5];
+	struct on_b b;
+
+	atomic_store(&ping_line, 0);
+	b_start(&b, ping_b, &rounds);
+	for (int k = 0; k < 5; k++) {
+		uint64_t c0 = bench_cycles();
+
+		for (long i = k * PING + 1; i <= (k + 1) * PING; i++) {
+			atomic_store_explicit(&ping_line, 2 * i - 1, memory_order_release);
+			while (atomic_load_explicit(&ping_line, memory_order_acquire) != 2 * i)
+				__builtin_ia32_pause();
+		}
+		v[k] = (double)(bench_cycles() - c0) / PING;
+	}
+	b_wait(&b);
+	return bench_median(v, 5);
+}
+
 /*
- * --row2 SECONDS: row 2 alone, again and again for that long. Each round runs
- * the hand-over alone, DPDK and rxpath's deferred free back to back, and the
- * summary sorts the rounds by what the hand-over alone cost in them: the
- * host moves this machine's two vCPUs between placements within minutes,
- * and far apart the hand-over alone costs two to three times as much and
- * every variant more (one full run lands in whichever placement it gets).
- * pool_row2.csv has every round.
+ * --row2 SECONDS: row 2 alone, again and again for that long. Each round
+ * measures how far apart the two cores are (line_round_trip()), then runs the
+ * hand-over alone, DPDK and rxpath's deferred free back to back; the summary
+ * sorts the rounds by that distance. The host moves this machine's two vCPUs
+ * between placements within minutes, and far apart every variant costs more
+ * (one full run lands in whichever placement it gets). pool_row2.csv has
+ * every round.
  */
 static void row2_placements(double secs, long per, const struct bench_opts *o)
 {
-	enum { MAXR = 1 << 17 };
+	enum { MAXR = 1 << 17, COLS = 6 };
 	static const struct {
 		const char *name;
 		double lo, hi;
-	} bins[] = {{"hand-over alone < 6 cycles (near)", 0, 6},
-		    {"hand-over alone 6-9 cycles", 6, 9},
-		    {"hand-over alone >= 9 cycles (far)", 9, 1e300}};
-	double(*r)[4] = malloc(MAXR * sizeof(*r));
-	double *a = malloc(MAXR * sizeof(double)), *b = malloc(MAXR * sizeof(double)),
-	       *c = malloc(MAXR * sizeof(double));
+	} bins[] = {{"near (round trip < 400)", 0, 400},
+		    {"in between (400-800)", 400, 800},
+		    {"far apart (>= 800)", 800, 1e300}};
+	/* per round: round trip, hand-over, dpdk, rxpath, past the cap */
+	double(*r)[COLS] = malloc(MAXR * sizeof(*r));
+	double *col = malloc(COLS * (size_t)MAXR * sizeof(double));
 	double ghz = bench_tsc_ghz();
 	uint64_t t0 = bench_cycles();
 	size_t n = 0;
 	FILE *csv = NULL;
 
-	if (!r || !a || !b || !c) {
+	if (!r || !col) {
 		fprintf(stderr, "bench pool: out of memory\n");
 		exit(1);
 	}
 	while (n < MAXR && (double)(bench_cycles() - t0) / (ghz * 1e9) < secs) {
 		struct rxp_pool_stats s0, s1;
 
-		r[n][0] = run_pair(X_HANDOFF, per);
-		r[n][1] = run_pair(X_DPDK, per);
+		r[n][0] = line_round_trip();
+		r[n][1] = run_pair(X_HANDOFF, per);
+		r[n][2] = run_pair(X_DPDK, per);
 		rxp_pool_get_stats(pool, &s0);
-		r[n][2] = run_pair(X_RXP_DEFER, per);
+		r[n][3] = run_pair(X_RXP_DEFER, per);
 		rxp_pool_get_stats(pool, &s1);
-		r[n][3] = (double)(s1.defer_overflow - s0.defer_overflow) / (double)per;
+		r[n][4] = (double)(s1.defer_overflow - s0.defer_overflow) / (double)per;
 		n++;
 	}
 	printf("row 2 alone for %.0f s: %zu rounds of %ld objects per variant\n", secs, n, per);
-	printf("%-36s %7s %10s %10s %7s %9s\n", "placement (by the hand-over's cost)", "rounds",
-	       "dpdk", "rxpath", "ratio", "past cap");
+	printf("%-26s %7s %10s %9s %8s %8s %7s %9s\n", "placement", "rounds", "round trip",
+	       "hand-over", "dpdk", "rxpath", "ratio", "past cap");
 	for (size_t k = 0; k < sizeof(bins) / sizeof(bins[0]); k++) {
 		size_t m = 0;
-		double md, mr, mo;
+		double med[COLS];
 
 		for (size_t i = 0; i < n; i++)
 			if (r[i][0] >= bins[k].lo && r[i][0] < bins[k].hi) {
-				a[m] = r[i][1];
-				b[m] = r[i][2];
-				c[m] = r[i][3];
+				for (int j = 0; j < 5; j++)
+					col[j * MAXR + m] = r[i][j];
 				m++;
 			}
 		if (!m) {
-			printf("%-36s %7d\n", bins[k].name, 0);
+			printf("%-26s %7d\n", bins[k].name, 0);
 			continue;
 		}
-		md = bench_median(a, (int)m);
-		mr = bench_median(b, (int)m);
-		mo = bench_median(c, (int)m);
-		printf("%-36s %7zu %10.2f %10.2f %6.2fx %8.1f%%\n", bins[k].name, m, md, mr,
-		       md / mr, 100 * mo);
+		for (int j = 0; j < 5; j++)
+			med[j] = bench_median(col + j * MAXR, (int)m);
+		printf("%-26s %7zu %10.0f %9.2f %8.2f %8.2f %6.2fx %8.1f%%\n", bins[k].name, m,
+		       med[0], med[1], med[2], med[3], med[2] / med[3], 100 * med[4]);
 	}
-	printf("(cycles per object, medians; ratio > 1: rxpath is cheaper; past cap: remote "
+	printf("(medians; round trip: TSC cycles for a cache line to go to the other core and\n"
+	       "back; the rest cycles per object; ratio > 1: rxpath is cheaper; past cap: remote\n"
 	       "frees that found the owner's deferred list full)\n");
 	if (o->outdir) {
 		char path[4096];
@@ -493,16 +576,15 @@ static void row2_placements(double secs, long per, const struct bench_opts *o)
 			fprintf(stderr, "bench pool: cannot write %s\n", path);
 	}
 	if (csv) {
-		fprintf(csv, "round,handover_cycles,dpdk_cycles,rxpath_cycles,past_cap_fraction\n");
+		fprintf(csv, "round,round_trip_cycles,handover_cycles,dpdk_cycles,rxpath_cycles,"
+			     "past_cap_fraction\n");
 		for (size_t i = 0; i < n; i++)
-			fprintf(csv, "%zu,%.3f,%.3f,%.3f,%.4f\n", i, r[i][0], r[i][1], r[i][2],
-				r[i][3]);
+			fprintf(csv, "%zu,%.0f,%.3f,%.3f,%.3f,%.4f\n", i, r[i][0], r[i][1], r[i][2],
+				r[i][3], r[i][4]);
 		fclose(csv);
 	}
 	free(r);
-	free(a);
-	free(b);
-	free(c);
+	free(col);
 }
 
 static void load_allocators(void)
@@ -699,8 +781,9 @@ int main(int argc, char **argv)
 		"the local cache vs the shared ring (thread 004). Cycles per object.\n"
 		"  --instr      also callgrind instruction counts for the one-thread rows\n"
 		"  --row2 S     only row 2 (hand-over, DPDK, rxpath deferred free), round after\n"
-		"               round for S seconds, summarised by placement (the hand-over's\n"
-		"               own cost); every round to pool_row2.csv with --outdir");
+		"               round for S seconds, summarised by placement (how long a cache\n"
+		"               line takes to go to the other core and back); every round to\n"
+		"               pool_row2.csv with --outdir");
 	n1 = o.quick ? 200000 : 4000000;
 	n2 = o.quick ? 100000 : 1000000;
 	setup_pools(1);
