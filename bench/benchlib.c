@@ -34,8 +34,9 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 		switch (c) {
 		case 'r':
 			o->runs = atoi(optarg);
-			if (o->runs < 5) {
-				fprintf(stderr, "%s: --runs must be at least 5\n", name);
+			if (o->runs < 5 || o->runs > BENCH_RUNS_MAX) {
+				fprintf(stderr, "%s: --runs must be 5 to %d\n", name,
+					BENCH_RUNS_MAX);
 				exit(2);
 			}
 			break;
@@ -52,7 +53,7 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 			printf("usage: rxpath bench %s [--runs N] [--quick] [--outdir DIR] "
 			       "[--threads N]\n\n%s\n\n"
 			       "  --runs N     repetitions per variant, median reported (default "
-			       "7, min 5)\n"
+			       "7, 5 to 64)\n"
 			       "  --quick      fewer iterations per run\n"
 			       "  --outdir DIR write DIR/%s.csv (and plots)\n"
 			       "  --threads N  most threads for scaling rows (default: online "

@@ -11,11 +11,14 @@
 #include <x86intrin.h>
 
 struct bench_opts {
-	int runs; /* repetitions; the median is reported (>= 5) */
+	int runs; /* repetitions; the median is reported (5 to BENCH_RUNS_MAX) */
 	int quick; /* smaller iteration counts */
 	const char *outdir; /* where CSV/PNG go; NULL: none */
 	int threads_max; /* for scaling benchmarks; 0: online CPUs */
 };
+
+/* The benchmarks keep each variant's runs in arrays of this many. */
+#define BENCH_RUNS_MAX 64
 
 /* Parses --runs N, --quick, --outdir DIR, --threads N, --help. Exits on
  * --help (status 0) and on bad options (status 2). */
