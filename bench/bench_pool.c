@@ -819,13 +819,15 @@ int main(int argc, char **argv)
 					  bench_median(res[i], o.runs), 1, v[i].baseline);
 	}
 	/* Row 2 */
+	double trip[64];
 	{
 		int kinds[] = {X_HANDOFF, X_DPDK,     X_RXP_DEFER, X_RXP_SHARED,
 			       X_GLIBC,	  X_MIMALLOC, X_JEMALLOC};
 		double res[8][64];
 		const char *g = "2 alloc on A, free on B";
 
-		for (int r = 0; r < o.runs; r++)
+		for (int r = 0; r < o.runs; r++) {
+			trip[r] = line_round_trip();
 			for (size_t k = 0; k < 7; k++) {
 				int kind = kinds[k];
 #ifdef RXP_HAVE_DPDK
@@ -840,6 +842,7 @@ int main(int argc, char **argv)
 					continue;
 				res[k][r] = run_pair(kind, n2);
 			}
+		}
 		for (size_t k = 0; k < 7; k++) {
 			int kind = kinds[k];
 #ifdef RXP_HAVE_DPDK
@@ -874,6 +877,9 @@ int main(int argc, char **argv)
 		       "%llu outstanding\n",
 		       (unsigned long long)st.alloc, (unsigned long long)st.deferred,
 		       (unsigned long long)st.defer_overflow, (unsigned long long)st.outstanding);
+		printf("row 2 placement: a cache line's round trip between the two threads took "
+		       "%.0f TSC cycles (median of the runs; near: < 400, far apart: >= 800)\n",
+		       bench_median(trip, o.runs));
 	}
 	bench_report(&t, &o);
 	teardown_pools();
