@@ -253,7 +253,8 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 			/* the inline put stages while n < lim, then the call
 			 * hands the batch over */
 			for (unsigned k = 0; k < NSTAGE; k++)
-				p->caches[t].stage[k].lim = p->stage_lim - 1;
+				p->caches[t].stage[k].lim = p->stage_lim - 1,
+				p->caches[t].stage[k].pf_at = p->stage_lim * 3 / 4;
 		}
 	}
 	if (!ok) {
@@ -771,6 +772,7 @@ static unsigned stage_slot(struct rxp_pool *p, struct tcache *c, unsigned owner)
 	k = c->staged == (1u << NSTAGE) - 1 ? owner % NSTAGE : (unsigned)__builtin_ctz(~c->staged);
 	stage_flush(p, c, k);
 	c->stage[k].owner = (uint16_t)owner;
+	c->stage[k].pf = (const void *)&p->defer[owner]->cons_tail;
 	c->staged |= 1u << k;
 	c->hot = &c->stage[k];
 	return k;
@@ -815,6 +817,8 @@ void rxp_pool_put_at_(struct rxp_pool *p, void *obj)
 	} else if (c->hot && c->hot->owner == owner && c->hot->n < c->hot->lim) {
 		/* a remote free for the owner we batched for last: stage it */
 		c->hot->objs[c->hot->n++] = obj;
+		if (c->hot->n == c->hot->pf_at) /* as the inline put does */
+			__builtin_prefetch(c->hot->pf);
 	} else {
 		put_slow(p, tid, c, obj);
 	}
