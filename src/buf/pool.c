@@ -252,9 +252,10 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 			p->caches[t].cap = p->cache_size;
 			/* the inline put stages while n < lim, then the call
 			 * hands the batch over */
-			for (unsigned k = 0; k < NSTAGE; k++)
-				p->caches[t].stage[k].lim = p->stage_lim - 1,
+			for (unsigned k = 0; k < NSTAGE; k++) {
+				p->caches[t].stage[k].lim = p->stage_lim - 1;
 				p->caches[t].stage[k].pf_at = p->stage_lim * 3 / 4;
+			}
 		}
 	}
 	if (!ok) {
