@@ -461,7 +461,7 @@ static double run_pair(int kind, long n)
 
 /* How far apart the two cores are: TSC cycles for one cache line to go from
  * A to B and back, the median of batches of PING round trips. On this
- * machine it is bimodal as the host moves the vCPUs: about 200 near and about
+ * machine it is bimodal as the host moves the vCPUs: about 120 near and about
  * 1,000 far apart. */
 #define PING 2000
 static _Alignas(64) _Atomic long ping_line;
@@ -511,7 +511,7 @@ static double line_round_trip(void)
  */
 static void row2_placements(double secs, long per, const struct bench_opts *o)
 {
-	enum { MAXR = 1 << 17, COLS = 6 };
+	enum { MAXR = 1 << 17, COLS = 5 };
 	static const struct {
 		const char *name;
 		double lo, hi;
@@ -551,7 +551,7 @@ static void row2_placements(double secs, long per, const struct bench_opts *o)
 
 		for (size_t i = 0; i < n; i++)
 			if (r[i][0] >= bins[k].lo && r[i][0] < bins[k].hi) {
-				for (int j = 0; j < 5; j++)
+				for (int j = 0; j < COLS; j++)
 					col[j * MAXR + m] = r[i][j];
 				m++;
 			}
@@ -559,7 +559,7 @@ static void row2_placements(double secs, long per, const struct bench_opts *o)
 			printf("%-26s %7d\n", bins[k].name, 0);
 			continue;
 		}
-		for (int j = 0; j < 5; j++)
+		for (int j = 0; j < COLS; j++)
 			med[j] = bench_median(col + j * MAXR, (int)m);
 		printf("%-26s %7zu %10.0f %9.2f %8.2f %8.2f %6.2fx %8.1f%%\n", bins[k].name, m,
 		       med[0], med[1], med[2], med[3], med[2] / med[3], 100 * med[4]);
@@ -819,7 +819,7 @@ int main(int argc, char **argv)
 					  bench_median(res[i], o.runs), 1, v[i].baseline);
 	}
 	/* Row 2 */
-	double trip[64];
+	double trip[BENCH_RUNS_MAX];
 	{
 		int kinds[] = {X_HANDOFF, X_DPDK,     X_RXP_DEFER, X_RXP_SHARED,
 			       X_GLIBC,	  X_MIMALLOC, X_JEMALLOC};
