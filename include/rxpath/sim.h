@@ -42,10 +42,20 @@ struct rxp_gen_config {
 	double loss; /* probability each frame is lost */
 	unsigned flows; /* address pairs (default 64) */
 	uint16_t dport; /* default 9 (discard) */
+	/* Datagrams in flight (0 or 1: one at a time): that many are open at
+	 * once and take turns, a frame each, round-robin, so a datagram's
+	 * fragments arrive in_flight frames apart. Each flow numbers its
+	 * datagrams (IPv4: 16 bits), so keep in_flight / flows well under
+	 * 65536 for IPv4. */
+	unsigned in_flight;
+	bool shuffle; /* each datagram's fragments in a random order */
 };
+
+#define RXP_GEN_IN_FLIGHT_MAX (1u << 20)
 
 struct rxp_gen_stats {
 	uint64_t datagrams, frames, lost, bytes;
+	uint64_t damaged; /* datagrams of which a frame was lost */
 };
 
 struct rxp_gen;

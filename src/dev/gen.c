@@ -2,8 +2,12 @@
  * The UDP traffic generator (include/rxpath/sim.h) and the frame-source
  * wrapper the sim NIC replays.
  *
- * Owns: one datagram at a time (built whole in a 64 KiB buffer) and the
- * position of the next fragment in it. Everything random comes from one
+ * Owns: the datagrams in flight (config in_flight, one by default), each a
+ * slot that keeps its headers and payload seed and emits its fragments in
+ * turn with the other slots; payload bytes are a function of the seed and
+ * the offset, so a fragment is made without its datagram stored. The
+ * 64 KiB scratch holds a new datagram while its checksum and payload hash
+ * are computed. Everything random comes from one
  * xoshiro256** stream seeded from cfg->seed, consumed in a fixed order, so
  * two generators with one config emit identical frames (the sim NIC runs one
  * per queue and keeps the frames that hash to it).
@@ -16,20 +20,33 @@
 #include "rxpath/wire.h"
 #include "buf/rng.h"
 
+/* One datagram being emitted. Its bytes are not stored: the UDP and
+ * payload headers are, and the rest is regenerated per fragment from the
+ * payload seed (payload_word), so thousands can be in flight in little
+ * memory. */
+struct gen_slot {
+	uint64_t x; /* payload seed */
+	uint32_t l4_len; /* UDP header + payload */
+	uint32_t id;
+	uint32_t flow;
+	uint16_t nfr, next; /* fragments; how many emitted */
+	bool v6, live, damaged;
+	uint8_t hdr[8 + RXP_GEN_HDR_LEN]; /* UDP header, payload header */
+	uint16_t *order; /* fragment emission order: nfr entries */
+};
+
 struct rxp_gen {
 	struct rxp_gen_config cfg;
 	uint64_t s[4];
 	uint64_t emitted; /* datagrams started */
-	uint16_t ip_id;
-	uint32_t ip6_id;
-	/* the datagram being emitted */
-	bool v6;
-	uint32_t flow;
-	uint32_t l4_len; /* UDP header + payload */
-	uint32_t pos; /* next byte of l4 to emit */
-	uint32_t id;
+	uint32_t *ids; /* per flow: the last IP ID (IPv4 uses its low 16 bits) */
+	unsigned nslots, cur; /* in_flight; the slot emitting next */
+	unsigned live; /* slots with a datagram */
+	uint16_t maxfr; /* fragments of the largest datagram */
+	struct gen_slot *slot;
+	uint16_t *orders;
 	struct rxp_gen_stats st;
-	uint8_t dgram[65536];
+	uint8_t dgram[65536]; /* scratch: a whole UDP datagram */
 };
 
 static uint64_t rnd(struct rxp_gen *g)
@@ -91,6 +108,19 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* Payload bytes per fragment of a datagram of family v6 that does not fit
+ * one frame (a multiple of 8), and whether l4_len bytes need fragments. */
+static uint32_t frag_room(const struct rxp_gen *g, bool v6)
+{
+	return v6 ? (g->cfg.mtu - RXP_IPV6_HLEN - RXP_IPV6_FRAGHDR_LEN) & ~7u
+		  : (g->cfg.mtu - RXP_IPV4_HLEN) & ~7u;
+}
+
+static bool needs_frags(const struct rxp_gen *g, bool v6, uint32_t l4_len)
+{
+	return l4_len > g->cfg.mtu - (v6 ? RXP_IPV6_HLEN : RXP_IPV4_HLEN);
+}
+
 struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg)
 {
 	struct rxp_gen *g;
@@ -111,7 +141,8 @@ struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg)
 		g->cfg.dport = 9;
 	if (g->cfg.min_payload < RXP_GEN_HDR_LEN || g->cfg.max_payload > 65000 ||
 	    g->cfg.min_payload > g->cfg.max_payload || g->cfg.mtu < 68 || g->cfg.mtu > 9200 ||
-	    g->cfg.ipv6_pct > 100 || g->cfg.loss < 0 || g->cfg.loss > 1) {
+	    g->cfg.ipv6_pct > 100 || g->cfg.loss < 0 || g->cfg.loss > 1 ||
+	    g->cfg.in_flight > RXP_GEN_IN_FLIGHT_MAX || g->cfg.flows > 65536) {
 		free(g);
 		errno = EINVAL;
 		return NULL;
@@ -119,13 +150,36 @@ struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg)
 	if (g->cfg.ipv6_pct && g->cfg.mtu < 1280)
 		g->cfg.mtu = 1280; /* IPv6's minimum link MTU */
 	rxp_xoshiro_seed(g->s, cfg->seed);
-	g->ip_id = (uint16_t)rnd(g);
-	g->ip6_id = (uint32_t)rnd(g);
+	g->ids = malloc((size_t)g->cfg.flows * sizeof(g->ids[0]));
+	g->nslots = g->cfg.in_flight ? g->cfg.in_flight : 1;
+	{
+		uint32_t l4max = 8 + g->cfg.max_payload, r4 = frag_room(g, false),
+			 r6 = frag_room(g, true);
+		uint32_t f4 = (l4max + r4 - 1) / r4, f6 = (l4max + r6 - 1) / r6;
+
+		g->maxfr = (uint16_t)(f4 > f6 ? f4 : f6);
+	}
+	g->slot = calloc(g->nslots, sizeof(g->slot[0]));
+	g->orders = calloc((size_t)g->nslots * g->maxfr, sizeof(g->orders[0]));
+	if (!g->slot || !g->orders || !g->ids) {
+		rxp_gen_destroy(g);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < g->cfg.flows; i++)
+		g->ids[i] = (uint32_t)rnd(g);
+	for (unsigned i = 0; i < g->nslots; i++)
+		g->slot[i].order = g->orders + (size_t)i * g->maxfr;
 	return g;
 }
 
 void rxp_gen_destroy(struct rxp_gen *g)
 {
+	if (!g)
+		return;
+	free(g->slot);
+	free(g->orders);
+	free(g->ids);
 	free(g);
 }
 
@@ -143,40 +197,68 @@ int rxp_gen_verify(const uint8_t *p, uint32_t len)
 	return 0;
 }
 
-static inline uint64_t xorshift(uint64_t *x)
+/* Word i of the payload body seeded by x: a counter-based mix, so that any
+ * fragment's bytes can be made again without the ones before it. */
+static inline uint64_t payload_word(uint64_t x, uint64_t i)
 {
-	*x ^= *x >> 12;
-	*x ^= *x << 25;
-	*x ^= *x >> 27;
-	return *x * 2685821657736338717ull;
+	uint64_t z = x + (i + 1) * 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 32)) * 0xd6e8feb86659fd93ull;
+	return z ^ (z >> 32);
+}
+
+/* Bytes [from, from + n) of the body (the payload after its header) seeded
+ * by x, into d; from is a multiple of 8 or the body's tail is short. */
+static void payload_range(uint8_t *d, uint32_t from, uint32_t n, uint64_t x)
+{
+	uint64_t i = from / 8, w;
+	uint32_t skip = from % 8;
+
+	if (skip) {
+		uint32_t k = 8 - skip < n ? 8 - skip : n;
+
+		w = payload_word(x, i++);
+		memcpy(d, (const uint8_t *)&w + skip, k);
+		d += k;
+		n -= k;
+	}
+	for (; n >= 8; d += 8, n -= 8) {
+		w = payload_word(x, i++);
+		memcpy(d, &w, 8);
+	}
+	if (n) {
+		w = payload_word(x, i);
+		memcpy(d, &w, n);
+	}
 }
 
 /* Fill and hash in one pass: the same lanes and order as payload_hash (word
- * j goes to lane j % 4). */
+ * j goes to lane j % 4). Little-endian words, as payload_hash reads them. */
 void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x)
 {
 	uint8_t *b = p + RXP_GEN_HDR_LEN;
 	uint32_t n = len - RXP_GEN_HDR_LEN, i = 0;
 	uint64_t h[4] = {0xcbf29ce484222325ull ^ seq, 0x84222325cbf29ce4ull ^ n, 0x100000001b3ull,
 			 0x2545f4914f6cdd1dull};
-	uint64_t w, t;
+	uint64_t w, t, j = 0;
 
-	x |= 1; /* xorshift64* must not start at 0 */
 	for (; i + 32 <= n; i += 32)
 		for (int k = 0; k < 4; k++) {
-			w = xorshift(&x);
+			w = payload_word(x, j++);
 			memcpy(b + i + 8 * k, &w, 8);
 			h[k] = mix(h[k], w);
 		}
 	for (int k = 0; i + 8 <= n; i += 8, k++) {
-		w = xorshift(&x);
+		w = payload_word(x, j++);
 		memcpy(b + i, &w, 8);
 		h[k] = mix(h[k], w);
 	}
 	w = 0;
-	for (uint32_t r = 0; i + r < n; r++) {
-		b[i + r] = (uint8_t)(x >> (8 * r));
-		w |= (uint64_t)b[i + r] << (8 * r);
+	if (i < n) {
+		uint64_t last = payload_word(x, j);
+
+		memcpy(b + i, &last, n - i);
+		memcpy(&w, b + i, n - i);
 	}
 	t = mix(mix(mix(mix(h[0], h[1]), h[2]), h[3]), w ^ ((uint64_t)(n - i) << 56));
 	put32(p, RXP_GEN_MAGIC);
@@ -208,62 +290,84 @@ static void addr6(uint32_t f, bool dst, uint8_t *a)
 	a[15] = (uint8_t)(f + 1);
 }
 
-static uint16_t udp_csum(struct rxp_gen *g, const uint8_t *src, const uint8_t *dst, unsigned alen)
+static uint16_t udp_csum(const uint8_t *l4, uint32_t l4_len, const uint8_t *src, const uint8_t *dst,
+			 unsigned alen)
 {
 	uint32_t sum = rxp_csum_partial(src, alen, 0);
-	uint16_t w[2] = {htons(RXP_IPPROTO_UDP), htons((uint16_t)g->l4_len)};
+	uint16_t w[2] = {htons(RXP_IPPROTO_UDP), htons((uint16_t)l4_len)};
 	uint16_t c;
 
 	sum = rxp_csum_partial(dst, alen, sum);
 	if (alen == 16) {
-		uint32_t l = htonl(g->l4_len), nh = htonl(RXP_IPPROTO_UDP);
+		uint32_t l = htonl(l4_len), nh = htonl(RXP_IPPROTO_UDP);
 
 		sum = rxp_csum_partial(&l, 4, sum);
 		sum = rxp_csum_partial(&nh, 4, sum);
 	} else {
 		sum = rxp_csum_partial(w, 4, sum);
 	}
-	c = rxp_csum_fold(rxp_csum_partial(g->dgram, g->l4_len, sum));
+	c = rxp_csum_fold(rxp_csum_partial(l4, l4_len, sum));
 	return c ? c : 0xffff;
 }
 
-/* Build the next datagram's UDP header and payload into g->dgram. */
-static void new_datagram(struct rxp_gen *g)
+/* Start the next datagram in slot sl: its UDP header and payload made
+ * once in g->dgram, for the checksum and the payload hash; only the
+ * headers are kept. */
+static void new_datagram(struct rxp_gen *g, struct gen_slot *sl)
 {
 	uint32_t plen = g->cfg.min_payload +
 			(uint32_t)below(g, g->cfg.max_payload - g->cfg.min_payload + 1);
 	uint32_t seq = (uint32_t)g->emitted++;
-	uint8_t *u = g->dgram, *p = u + 8, src[16], dst[16];
-	uint64_t x = rnd(g);
+	uint8_t *u = g->dgram, src[16], dst[16];
 	uint16_t c;
 
-	g->v6 = below(g, 100) < g->cfg.ipv6_pct;
-	g->flow = (uint32_t)below(g, g->cfg.flows);
-	g->l4_len = 8 + plen;
-	g->pos = 0;
-	g->id = g->v6 ? ++g->ip6_id : ++g->ip_id;
-	u[0] = (uint8_t)((40000 + (g->flow & 0xfff)) >> 8);
-	u[1] = (uint8_t)(40000 + (g->flow & 0xfff));
+	sl->x = rnd(g);
+	sl->v6 = below(g, 100) < g->cfg.ipv6_pct;
+	sl->flow = (uint32_t)below(g, g->cfg.flows);
+	sl->l4_len = 8 + plen;
+	sl->id = ++g->ids[sl->flow];
+	if (!sl->v6)
+		sl->id &= 0xffff;
+	sl->nfr =
+		(uint16_t)(needs_frags(g, sl->v6, sl->l4_len)
+				   ? (sl->l4_len + frag_room(g, sl->v6) - 1) / frag_room(g, sl->v6)
+				   : 1);
+	sl->next = 0;
+	sl->live = true;
+	sl->damaged = false;
+	for (unsigned i = 0; i < sl->nfr; i++)
+		sl->order[i] = (uint16_t)i;
+	if (g->cfg.shuffle)
+		for (unsigned i = sl->nfr - 1; i > 0; i--) {
+			unsigned j = (unsigned)below(g, i + 1);
+			uint16_t t = sl->order[i];
+
+			sl->order[i] = sl->order[j];
+			sl->order[j] = t;
+		}
+	u[0] = (uint8_t)((40000 + (sl->flow & 0xfff)) >> 8);
+	u[1] = (uint8_t)(40000 + (sl->flow & 0xfff));
 	u[2] = (uint8_t)(g->cfg.dport >> 8);
 	u[3] = (uint8_t)g->cfg.dport;
-	u[4] = (uint8_t)(g->l4_len >> 8);
-	u[5] = (uint8_t)g->l4_len;
+	u[4] = (uint8_t)(sl->l4_len >> 8);
+	u[5] = (uint8_t)sl->l4_len;
 	u[6] = u[7] = 0;
-	rxp_gen_fill_payload(p, plen, seq, x);
-	if (g->v6) {
-		addr6(g->flow, false, src);
-		addr6(g->flow, true, dst);
-		c = udp_csum(g, src, dst, 16);
+	rxp_gen_fill_payload(u + 8, plen, seq, sl->x);
+	if (sl->v6) {
+		addr6(sl->flow, false, src);
+		addr6(sl->flow, true, dst);
 	} else {
-		addr4(g->flow, false, src);
-		addr4(g->flow, true, dst);
-		c = udp_csum(g, src, dst, 4);
+		addr4(sl->flow, false, src);
+		addr4(sl->flow, true, dst);
 	}
+	c = udp_csum(u, sl->l4_len, src, dst, sl->v6 ? 16 : 4);
 	memcpy(u + 6, &c, 2);
+	memcpy(sl->hdr, u, sizeof(sl->hdr));
+	g->live++;
 	g->st.datagrams++;
 }
 
-static uint32_t eth_header(struct rxp_gen *g, uint8_t *f)
+static uint32_t eth_header(const struct gen_slot *sl, uint8_t *f)
 {
 	static const uint8_t dmac[6] = {0x02, 0, 0, 0, 0, 0x02};
 
@@ -272,82 +376,90 @@ static uint32_t eth_header(struct rxp_gen *g, uint8_t *f)
 	f[7] = 0;
 	f[8] = 0;
 	f[9] = 0;
-	f[10] = (uint8_t)(g->flow >> 8);
-	f[11] = (uint8_t)g->flow;
-	f[12] = g->v6 ? 0x86 : 0x08;
-	f[13] = g->v6 ? 0xdd : 0x00;
+	f[10] = (uint8_t)(sl->flow >> 8);
+	f[11] = (uint8_t)sl->flow;
+	f[12] = sl->v6 ? 0x86 : 0x08;
+	f[13] = sl->v6 ? 0xdd : 0x00;
 	return RXP_ETH_HLEN;
 }
 
-/* Emit the next fragment (or the whole datagram) as a frame. */
-static uint32_t emit(struct rxp_gen *g, uint8_t *f)
+/* UDP bytes [pos, pos + n) of slot sl's datagram into d. With one
+ * datagram in flight the scratch still holds it whole: copied, not made
+ * again (a quarter of the generator's instructions). */
+static void l4_bytes(const struct rxp_gen *g, const struct gen_slot *sl, uint32_t pos, uint32_t n,
+		     uint8_t *d)
 {
-	uint32_t off = eth_header(g, f), n, mtu = g->cfg.mtu;
-	bool more;
+	if (g->nslots == 1) {
+		memcpy(d, g->dgram + pos, n);
+		return;
+	}
+	if (pos < sizeof(sl->hdr)) {
+		uint32_t k =
+			(uint32_t)sizeof(sl->hdr) - pos < n ? (uint32_t)sizeof(sl->hdr) - pos : n;
 
-	if (!g->v6) {
+		memcpy(d, sl->hdr + pos, k);
+		d += k;
+		pos += k;
+		n -= k;
+	}
+	if (n)
+		payload_range(d, pos - (uint32_t)sizeof(sl->hdr), n, sl->x);
+}
+
+/* Emit fragment j of slot sl (or the whole datagram) as a frame. */
+static uint32_t emit(const struct rxp_gen *g, const struct gen_slot *sl, unsigned j, uint8_t *f)
+{
+	uint32_t off = eth_header(sl, f), n, pos = 0;
+	bool frag = sl->nfr > 1, more = false;
+
+	n = sl->l4_len;
+	if (frag) {
+		uint32_t room = frag_room(g, sl->v6);
+
+		pos = j * room;
+		n = sl->l4_len - pos < room ? sl->l4_len - pos : room;
+		more = pos + n < sl->l4_len;
+	}
+	if (!sl->v6) {
 		struct rxp_iphdr ip;
-		uint32_t room = mtu - RXP_IPV4_HLEN;
 
-		n = g->l4_len - g->pos;
-		more = false;
-		if (g->pos || n > room) {
-			room &= ~7u;
-			if (n > room) {
-				n = room;
-				more = true;
-			}
-		}
 		memset(&ip, 0, sizeof(ip));
 		ip.ver_ihl = 0x45;
 		ip.tot_len = htons((uint16_t)(RXP_IPV4_HLEN + n));
-		ip.id = htons((uint16_t)g->id);
-		ip.frag_off = htons((uint16_t)((more ? RXP_IP_MF : 0) | (g->pos >> 3)));
+		ip.id = htons((uint16_t)sl->id);
+		ip.frag_off = htons((uint16_t)((more ? RXP_IP_MF : 0) | (pos >> 3)));
 		ip.ttl = 64;
 		ip.protocol = RXP_IPPROTO_UDP;
-		addr4(g->flow, false, (uint8_t *)&ip.saddr);
-		addr4(g->flow, true, (uint8_t *)&ip.daddr);
+		addr4(sl->flow, false, (uint8_t *)&ip.saddr);
+		addr4(sl->flow, true, (uint8_t *)&ip.daddr);
 		ip.check = rxp_ip_csum(&ip, RXP_IPV4_HLEN);
 		memcpy(f + off, &ip, RXP_IPV4_HLEN);
 		off += RXP_IPV4_HLEN;
 	} else {
 		struct rxp_ipv6hdr ip6;
-		uint32_t room = mtu - RXP_IPV6_HLEN;
-		bool frag;
 
-		n = g->l4_len - g->pos;
-		frag = g->pos || n > room;
-		more = false;
-		if (frag) {
-			room = (room - RXP_IPV6_FRAGHDR_LEN) & ~7u;
-			if (n > room) {
-				n = room;
-				more = true;
-			}
-		}
 		memset(&ip6, 0, sizeof(ip6));
 		ip6.vtc_flow = htonl(6u << 28);
 		ip6.payload_len = htons((uint16_t)(n + (frag ? RXP_IPV6_FRAGHDR_LEN : 0)));
 		ip6.nexthdr = frag ? RXP_IPPROTO_FRAGMENT : RXP_IPPROTO_UDP;
 		ip6.hop_limit = 64;
-		addr6(g->flow, false, ip6.saddr);
-		addr6(g->flow, true, ip6.daddr);
+		addr6(sl->flow, false, ip6.saddr);
+		addr6(sl->flow, true, ip6.daddr);
 		memcpy(f + off, &ip6, RXP_IPV6_HLEN);
 		off += RXP_IPV6_HLEN;
 		if (frag) {
 			struct rxp_frag6hdr fh = {
 				.nexthdr = RXP_IPPROTO_UDP,
-				.frag_off = htons((uint16_t)(g->pos | (more ? RXP_IP6_MF : 0))),
-				.id = htonl(g->id),
+				.frag_off = htons((uint16_t)(pos | (more ? RXP_IP6_MF : 0))),
+				.id = htonl(sl->id),
 			};
 
 			memcpy(f + off, &fh, RXP_IPV6_FRAGHDR_LEN);
 			off += RXP_IPV6_FRAGHDR_LEN;
 		}
 	}
-	memcpy(f + off, g->dgram + g->pos, n);
+	l4_bytes(g, sl, pos, n, f + off);
 	off += n;
-	g->pos += n;
 	if (off < 60) {
 		memset(f + off, 0, 60 - off);
 		off = 60;
@@ -355,26 +467,56 @@ static uint32_t emit(struct rxp_gen *g, uint8_t *f)
 	return off;
 }
 
+/* The slot whose turn it is, with a datagram (a new one if it had none and
+ * count allows); NULL when every datagram is done. Slots take turns, one
+ * frame each. */
+static struct gen_slot *turn(struct rxp_gen *g)
+{
+	for (unsigned tries = 0; tries <= g->nslots; tries++) {
+		struct gen_slot *sl = &g->slot[g->cur];
+
+		if (sl->live)
+			return sl;
+		if (!g->cfg.count || g->emitted < g->cfg.count) {
+			new_datagram(g, sl);
+			return sl;
+		}
+		if (!g->live)
+			return NULL;
+		g->cur = g->cur + 1 == g->nslots ? 0 : g->cur + 1;
+	}
+	return NULL;
+}
+
 int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len)
 {
 	if (cap < g->cfg.mtu + RXP_ETH_HLEN)
 		return -ENOSPC;
 	for (;;) {
+		struct gen_slot *sl = turn(g);
 		uint32_t n;
+		bool lost;
 
-		if (g->pos >= g->l4_len) {
-			if (g->cfg.count && g->emitted >= g->cfg.count)
-				return -ENODATA;
-			new_datagram(g);
-		}
-		n = emit(g, buf);
+		if (!sl)
+			return -ENODATA;
+		n = emit(g, sl, sl->order[sl->next++], buf);
 		g->st.frames++;
 		/* Decide loss after building: the random stream stays the
 		 * same whatever the loss rate. */
-		if (unit(g) < g->cfg.loss) {
+		lost = unit(g) < g->cfg.loss;
+		if (lost) {
 			g->st.lost++;
-			continue;
+			sl->damaged = true;
 		}
+		if (sl->next == sl->nfr) {
+			sl->live = false;
+			g->live--;
+			if (sl->damaged)
+				g->st.damaged++;
+		}
+		g->cur = g->cur + 1 == g->nslots ? 0 : g->cur + 1;
+		if (lost)
+			continue;
 		g->st.bytes += n;
 		*len = n;
 		return 0;

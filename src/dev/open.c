@@ -8,7 +8,7 @@
  *   wrapper := "fault:" kv ("," kv)...      |  "capture:" PATH
  *
  * sim keys: queues ring buf page seed zl hw_burst count min max v6 mtu loss
- * flows dport replay=PATH; afpacket/afxdp keys: queues; fault keys: seed
+ * flows dport inflight shuffle replay=PATH; afpacket/afxdp keys: queues; fault keys: seed
  * loss dup reorder tx_loss. Wrappers apply left to right outermost first:
  * "capture:x.pcap+fault:loss=0.1+sim" captures what the fault injector
  * delivers. Owns nothing after returning: the device owns the copies.
@@ -97,6 +97,10 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp)
 			gc.flows = (unsigned)x;
 		else if (!strcmp(k, "dport"))
 			gc.dport = (uint16_t)x;
+		else if (!strcmp(k, "inflight"))
+			gc.in_flight = (unsigned)x;
+		else if (!strcmp(k, "shuffle"))
+			gc.shuffle = x != 0;
 		else
 			goto bad;
 	}

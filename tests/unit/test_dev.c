@@ -139,6 +139,156 @@ static void test_gen_verify(void **state)
 	assert_null(rxp_gen_create(&gc));
 }
 
+/* One fragment or datagram of the generator, parsed: which datagram (family,
+ * flow address, id), where its bytes go, and whether more follow. */
+struct gfrag {
+	bool v6, mf;
+	uint32_t flow, id, off, n;
+	const uint8_t *data;
+};
+
+static bool gen_parse(const uint8_t *f, uint32_t len, struct gfrag *g)
+{
+	uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
+
+	if (et == RXP_ETH_P_IP) {
+		const struct rxp_iphdr *ip = (const void *)(f + 14);
+		uint16_t fo = ntohs(ip->frag_off);
+
+		g->v6 = false;
+		g->flow = f[14 + 12 + 2] << 8 | f[14 + 12 + 3];
+		g->id = ntohs(ip->id);
+		g->off = (fo & RXP_IP_OFFMASK) * 8u;
+		g->mf = fo & RXP_IP_MF;
+		g->n = ntohs(ip->tot_len) - 20u;
+		g->data = f + 34;
+	} else {
+		const struct rxp_ipv6hdr *ip6 = (const void *)(f + 14);
+
+		g->v6 = true;
+		g->flow = ip6->saddr[14] << 8 | ip6->saddr[15];
+		g->n = ntohs(ip6->payload_len);
+		g->data = f + 54;
+		g->off = 0;
+		g->mf = false;
+		g->id = 0;
+		if (ip6->nexthdr == RXP_IPPROTO_FRAGMENT) {
+			const struct rxp_frag6hdr *fh = (const void *)(f + 54);
+
+			g->off = ntohs(fh->frag_off) & ~7u;
+			g->mf = ntohs(fh->frag_off) & RXP_IP6_MF;
+			g->id = ntohl(fh->id);
+			g->n -= 8;
+			g->data += 8;
+		}
+	}
+	return g->data + g->n <= f + len;
+}
+
+/* in_flight datagrams take turns a frame each: every datagram's next
+ * fragment comes in_flight frames after its last while all are open, and
+ * shuffled datagrams come in another order than by offset. Whatever the
+ * order and loss, the datagrams whose fragments all arrived reassemble
+ * (by a byte map here) into payloads that verify, and the datagrams that
+ * lost a fragment are the generator's "damaged" count. */
+static void run_in_flight(unsigned w, bool shuffle, double loss)
+{
+	enum { N = 600, MAXD = 64 };
+	struct rxp_gen_config gc = {.seed = 77,
+				    .count = N,
+				    .min_payload = 1500,
+				    .max_payload = 9000,
+				    .ipv6_pct = 30,
+				    .loss = loss,
+				    .flows = 8,
+				    .in_flight = w,
+				    .shuffle = shuffle};
+	struct asm_dg {
+		bool v6, live;
+		uint32_t flow, id, got, len;
+		uint64_t last_frame;
+		uint8_t buf[9100];
+	} *dg = calloc(MAXD * 2, sizeof(*dg));
+	struct rxp_gen *g = rxp_gen_create(&gc);
+	struct rxp_gen_stats st;
+	uint64_t frame = 0, pairs = 0, spaced = 0, done = 0, out_of_order = 0;
+	uint32_t len;
+
+	assert_non_null(g);
+	assert_true(w <= MAXD);
+	while (rxp_gen_next(g, ref, sizeof(ref), &len) == 0) {
+		struct gfrag f;
+		struct asm_dg *d = NULL, *fr = NULL;
+
+		frame++;
+		assert_true(gen_parse(ref, len, &f));
+		for (unsigned i = 0; i < MAXD * 2; i++) {
+			if (dg[i].live && dg[i].v6 == f.v6 && dg[i].flow == f.flow &&
+			    dg[i].id == f.id)
+				d = &dg[i];
+			if (!dg[i].live && !fr)
+				fr = &dg[i];
+		}
+		if (!d) {
+			assert_non_null(fr);
+			d = fr;
+			memset(d, 0, offsetof(struct asm_dg, buf));
+			d->live = true;
+			d->v6 = f.v6;
+			d->flow = f.flow;
+			d->id = f.id;
+		} else {
+			pairs++;
+			spaced += frame - d->last_frame == w;
+			assert_true(loss > 0 || frame - d->last_frame <= w);
+		}
+		if (f.off && !d->got)
+			out_of_order++;
+		d->last_frame = frame;
+		assert_true(f.off + f.n <= sizeof(d->buf));
+		memcpy(d->buf + f.off, f.data, f.n);
+		d->got += f.n;
+		if (!f.mf)
+			d->len = f.off + f.n;
+		if (d->len && d->got == d->len) {
+			assert_int_equal(rxp_gen_verify(d->buf + 8, d->len - 8), 0);
+			d->live = false;
+			done++;
+		}
+		/* a datagram that lost a fragment never completes: forget it
+		 * once its slot has surely moved on */
+		for (unsigned i = 0; i < MAXD * 2; i++)
+			if (dg[i].live && frame - dg[i].last_frame > 4u * w + 8)
+				dg[i].live = false;
+	}
+	rxp_gen_get_stats(g, &st);
+	assert_int_equal(st.datagrams, N);
+	assert_int_equal(done, N - st.damaged);
+	if (loss == 0) {
+		assert_int_equal(st.damaged, 0);
+		assert_true(spaced * 10 >= pairs * 9); /* all but the last round */
+	} else {
+		assert_true(st.damaged > 0 && st.lost >= st.damaged);
+	}
+	if (shuffle)
+		assert_true(out_of_order > N / 4);
+	else
+		assert_int_equal(out_of_order, 0);
+	rxp_gen_destroy(g);
+	free(dg);
+}
+
+static void test_gen_in_flight(void **state)
+{
+	run_in_flight(1, false, 0);
+	run_in_flight(5, false, 0);
+	run_in_flight(40, true, 0);
+	run_in_flight(40, true, 0.02);
+	struct rxp_gen_config bad = {.in_flight = RXP_GEN_IN_FLIGHT_MAX + 1};
+
+	assert_null(rxp_gen_create(&bad));
+}
+
 static void run_sim(unsigned nq, uint32_t mtu, uint32_t maxp, double zl, unsigned v6)
 {
 	struct rxp_pktpool *pp = mkpool();
@@ -484,6 +634,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gen_verify),
+		cmocka_unit_test(test_gen_in_flight),
 		cmocka_unit_test(test_sim_basic),
 		cmocka_unit_test(test_sim_frag_v6_queues),
 		cmocka_unit_test(test_sim_jumbo_zero_len),
