@@ -121,6 +121,7 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 
 	rxp_pktpool_get_stats(c->pp, &st);
 	dfr_frames_get_stats(c->frames, &fst);
+	dfr_frames_warnings(c->frames, stderr);
 	if (json) {
 		fprintf(stderr,
 			"{\"policy\":\"%s\",\"packets_in\":%" PRIu64 ",\"passed\":%" PRIu64
@@ -131,11 +132,13 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 			",\"evictions\":%" PRIu64 ",\"duplicates\":%" PRIu64
 			",\"policy_overlaps\":%" PRIu64 ",\"invalid\":%" PRIu64
 			",\"mem_drops\":%" PRIu64 ",\"max_dist_flushes\":%" PRIu64
-			",\"mem_high_water\":%" PRIu64 ",\"drops\":{",
+			",\"mem_high_water\":%" PRIu64 ",\"frames\":",
 			rxp_defrag_policy_name(pol), c->in, c->out_pass, c->out_reasm, c->out_kept,
 			fst.alloc_fail, k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout,
 			k.ReasmOverlaps, k.evictions, k.duplicates, k.policy_overlaps, k.invalid,
 			k.mem_drops, k.max_dist_flushes, k.mem_high_water);
+		dfr_frames_json(c->frames, stderr);
+		fprintf(stderr, ",\"drops\":{");
 		bool first = true;
 		for (unsigned i = 0; i < RXP_DROP_MAX; i++) {
 			if (!st.drops[i])
@@ -165,6 +168,7 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 	if (fst.alloc_fail)
 		fprintf(stderr, "  %" PRIu64 " packets passed unprocessed (out of buffers)\n",
 			fst.alloc_fail);
+	dfr_frames_summary(c->frames, stderr);
 }
 
 static int defrag_main(int argc, char **argv)
@@ -244,13 +248,6 @@ static int defrag_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	dlt = pcap_datalink(in);
-	if (!dfr_frame_dlt_known(dlt)) {
-		fprintf(stderr,
-			"rxpath defrag: %s: unsupported link type %s (need Ethernet or raw IP)\n",
-			argv[optind],
-			pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
-		goto out;
-	}
 	outp = pcap_open_dead_with_tstamp_precision(dlt, 262144, PCAP_TSTAMP_PRECISION_NANO);
 	if (!outp || !(c.dump = pcap_dump_open(outp, argv[optind + 1]))) {
 		fprintf(stderr, "rxpath defrag: cannot write %s: %s\n", argv[optind + 1],
@@ -284,11 +281,13 @@ static int defrag_main(int argc, char **argv)
 	}
 	while ((r = pcap_next_ex(in, &h, &frame)) == 1) {
 		uint64_t now = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		struct dfr_frame fr = {
+			.dlt = dlt, .data = frame, .caplen = h->caplen, .ts_ns = now};
 		struct dfr_out fo;
 
 		c.in++;
 		rxp_defrag_expire(t, now);
-		switch (dfr_frame_process(c.frames, t, dlt, frame, h->caplen, now, &fo)) {
+		switch (dfr_frame_process(c.frames, t, &fr, now, &fo)) {
 		case DFR_PASS:
 			c.out_pass++;
 			write_frame(&c, now, frame, h->caplen);
