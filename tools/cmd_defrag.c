@@ -1,12 +1,14 @@
 /*
  * rxpath defrag: reassemble the IP fragments in a capture.
  *
- * Reads pcap or pcapng (Ethernet, with up to two VLAN tags, or raw IP link
- * types) through libpcap and writes a pcap (same link type, nanosecond
- * timestamps) in which every complete datagram appears once, reassembled
- * (fragments on different VLANs are different datagrams),
- * at the timestamp of the fragment that completed it, behind that
- * fragment's link header. Unfragmented frames pass through unchanged.
+ * Reads pcap or pcapng through libpcap and writes a pcap (same link type,
+ * nanosecond timestamps) in which every complete datagram appears once,
+ * reassembled, at the timestamp of the fragment that completed it, behind
+ * that fragment's link and tunnel headers (the frame layer,
+ * defrag_frame.c, finds the IP packet in each frame, enters tunnels and
+ * fixes the outer headers; fragments on different VLANs or in different
+ * tunnels are different datagrams). Unfragmented frames pass through
+ * unchanged.
  * Fragments of datagrams that never complete are left out, or written as
  * they were with --keep-incomplete (when the table drops them: timeout,
  * overlap, eviction, end of input). Time comes from the packet timestamps,
@@ -40,9 +42,16 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: rxpath defrag [--policy P] [--forward] [--mem-limit BYTES]\n"
 		"                     [--timeout SECONDS] [--keep-incomplete] [--json] IN OUT\n\n"
-		"Reassemble IPv4/IPv6 fragments in IN (pcap or pcapng; Ethernet or raw IP)\n"
-		"and write OUT (pcap): each complete datagram once, at the time of the\n"
-		"fragment that completed it; unfragmented packets unchanged.\n\n"
+		"Reassemble IPv4/IPv6 fragments in IN (pcap or pcapng) and write OUT (pcap):\n"
+		"each complete datagram once, at the time of the fragment that completed it;\n"
+		"unfragmented packets unchanged.\n\n"
+		"Link types: Ethernet (802.1Q/QinQ, MPLS, PPPoE), LINUX_SLL, LINUX_SLL2, NULL,\n"
+		"LOOP, PPP, C_HDLC, RAW, IPV4, IPV6, NFLOG, IEEE 802.11 and radiotap; others\n"
+		"pass through whole (one warning). Tunnels: IP in IP, GRE (ERSPAN I/II/III,\n"
+		"PPP), VXLAN (udp 4789), GENEVE (6081), GTP-U (2152); outer fragments are\n"
+		"reassembled first, each tunnel (endpoints, key/VNI/TEID) and VLAN apart,\n"
+		"and the completing fragment's outer headers kept, lengths and checksums\n"
+		"fixed (a datagram they cannot hold goes out behind the link header alone).\n\n"
 		"  --policy P         overlap policy: strict (default, as Linux), first, last,\n"
 		"                     bsd, bsd-right, linux, windows, solaris\n"
 		"  --forward          keep fragment boundaries (forwarding mode)\n"
