@@ -94,6 +94,10 @@ int dfr_frame_dlt_known(int dlt)
 static int zone_of(struct dfr_frames *fs, uint32_t parent, const struct rxp_decap_ctx *ctx,
 		   uint32_t *zone)
 {
+	if (!parent && !ctx->tunnel && !ctx->nvlan) {
+		*zone = 0; /* the untagged link level, most frames: no lookup */
+		return 0;
+	}
 	if (!dfr_zone_of(fs->zones, parent, ctx, zone))
 		return 0;
 	fs->st.zones_full++;
@@ -203,6 +207,40 @@ static struct rxp_pkt *reassemble(struct dfr_frames *fs, struct rxp_defrag_table
 	return p;
 }
 
+/* Whether the IP packet res may carry a tunnel rxp_decap_tunnel enters, by
+ * its protocol (and UDP port) alone: most do not, and then neither the
+ * stack nor the packet's bytes need copying. IPv6 extension headers: yes. */
+static bool may_tunnel(const struct rxp_pkt *res)
+{
+	uint8_t buf[64];
+	const uint8_t *ip = rxp_pkt_header_pointer(res, 0, res->len < 64 ? res->len : 64, buf);
+	uint32_t n = res->len < 64 ? res->len : 64, l4;
+	uint8_t proto;
+
+	if (!ip || n < RXP_IPV4_HLEN)
+		return false;
+	if ((ip[0] >> 4) == 4) {
+		l4 = (ip[0] & 0x0f) * 4u;
+		proto = ip[9];
+	} else if ((ip[0] >> 4) == 6 && n >= RXP_IPV6_HLEN) {
+		l4 = RXP_IPV6_HLEN;
+		proto = ip[6];
+		if (proto == RXP_IPPROTO_HOPOPTS || proto == RXP_IPPROTO_ROUTING ||
+		    proto == RXP_IPPROTO_DSTOPTS || proto == RXP_IPPROTO_AH)
+			return true;
+	} else {
+		return false;
+	}
+	if (proto == 4 || proto == 41 || proto == 47)
+		return true;
+	if (proto == RXP_IPPROTO_UDP && l4 + 4 <= n) {
+		uint16_t dport = (uint16_t)(ip[l4 + 2] << 8 | ip[l4 + 3]);
+
+		return dport == 4789 || dport == 6081 || dport == 2152;
+	}
+	return false;
+}
+
 /* res came back from the table for the IP packet behind fs->d's hlen
  * header bytes (at hdr, or already in wbuf when in_w). If it carries a
  * tunnel, makes the packet of the inner IP packet (res itself when it is
@@ -219,7 +257,7 @@ static struct rxp_pkt *enter_tunnel(struct dfr_frames *fs, const struct dfr_fram
 	bool ifrag;
 	int r;
 
-	if (fs->d.tunnels >= DFR_MAX_TUNNELS)
+	if (fs->d.tunnels >= DFR_MAX_TUNNELS || !may_tunnel(res))
 		return NULL;
 	if (!frag) {
 		b = res->data; /* linear: we made it, and the table did not touch it */

@@ -5,8 +5,9 @@
 # loopback; real tools capture them: tcpdump -i any (LINUX_SLL2), tcpdump -y
 # LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng).
 # tests/tools/defrag_links.py then wraps the veth capture's packets in every
-# other link layer and tunnel (scapy), and writes captures where the same
-# fragments travel through two tunnels that differ only in key or endpoint.
+# other link layer and tunnel (scapy), writes captures where the same
+# fragments travel through two tunnels that differ only in key or endpoint,
+# and a pcapng whose interfaces have different link types.
 # For each capture: what tshark reassembles from it (UDP length and payload
 # bytes of each datagram) must be exactly what rxpath writes, with no
 # fragment left and no bad checksum it made; per tunnel for the others.
@@ -122,6 +123,21 @@ for k in $($PY "$LINKS" collide "$T/eth.pcap" "$T/w" 2>/dev/null); do
 		echo "FAIL: $k: $res"; fail=1
 	fi
 done
+# A pcapng whose six interfaces have six link types: each frame is read with
+# its own. (libpcap refuses such files; until the reader that reads them is
+# in, this case says so and is left out.)
+$PY "$LINKS" mixed "$T/eth.pcap" "$T/mixed.pcapng" 2>/dev/null || { echo "FAIL: mixed"; fail=1; }
+if ! "$RXPATH" defrag "$T/mixed.pcapng" "$T/out_mixed.pcapng" 2>"$T/err_mixed"; then
+	if grep -q "different from the type of the first interface" "$T/err_mixed"; then
+		echo "SKIP: mixed-link pcapng: this rxpath's reader refuses it ($(tail -1 "$T/err_mixed"))"
+	else
+		echo "FAIL: mixed-link pcapng"; cat "$T/err_mixed"; fail=1
+	fi
+elif res=$($PY "$LINKS" check "$T/mixed.pcapng" "$T/out_mixed.pcapng" 10 2>&1); then
+	echo "ok: mixed-link pcapng: $res"
+else
+	echo "FAIL: mixed-link pcapng: $res"; fail=1
+fi
 # The 65,500-byte datagram does not fit back into its tunnel: said and counted.
 "$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" 2>"$T/json"
 $PY -c 'import json,sys

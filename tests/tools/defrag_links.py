@@ -9,6 +9,10 @@ packets the kernel sent, and the check of its output against tshark.
       when none is named): the same IP packets behind another link layer or
       inside a tunnel, in the same order and at the same times. Prints the
       kinds written.
+  defrag_links.py mixed BASE OUT.pcapng
+      Writes a pcapng with six interfaces of different link types
+      (Ethernet, RAW, LINUX_SLL2, NULL, NFLOG, radiotap): each datagram's
+      packets on one of them, in turn, in capture order.
   defrag_links.py check IN OUT [SENT [FIELD]]
       tshark reassembles IN; OUT is what rxpath wrote. The UDP datagrams to
       port 9999 that tshark finds in IN (with its reassembly on) must be
@@ -225,6 +229,41 @@ def wrap(base, d, names):
         print(name)
 
 
+def sll2(ip):
+    return struct.pack("!HHIHBB8s", et_of(ip), 0, 2, 1, 0, 6, bytes.fromhex("022100000001")) + ip
+
+
+def mixed(base, out):
+    """pcapng by hand (scapy's writer has one interface): SHB, one IDB per
+    link type, an EPB per packet with its interface's id."""
+    ks = kinds()
+    ifs = [(1, None), (101, ks["raw"][1]), (276, sll2), (0, ks["null"][1]),
+           (239, nflog), (127, radiotap)]
+    blk = lambda t, body: struct.pack("<II", t, 12 + len(body) + (-len(body)) % 4) + body + \
+        b"\0" * ((-len(body)) % 4) + struct.pack("<I", 12 + len(body) + (-len(body)) % 4)
+    f = open(out, "wb")
+    f.write(blk(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+    for lt, _ in ifs:
+        # if_tsresol 9: nanoseconds
+        f.write(blk(1, struct.pack("<HHI", lt, 0, 262144) + struct.pack("<HHB3x", 9, 1, 9) +
+                    b"\0" * 4))
+    owner, n = {}, 0
+    for t, kind, b in load(base):
+        if kind == "l2":
+            i, frame = 0, b
+        else:
+            key = frag_key_end(b)[0] if is_frag(b) else None
+            if key not in owner:
+                owner[key] = n % len(ifs)
+                n += 1
+            i = owner.pop(key) if key is None else owner[key]
+            frame = ether(b, et_of(b)) if i == 0 else ifs[i][1](b)
+        ts = int(t * 1000000000)
+        f.write(blk(6, struct.pack("<IIIII", i, ts >> 32, ts & 0xffffffff, len(frame),
+                                   len(frame)) + frame + b"\0" * ((-len(frame)) % 4)))
+    f.close()
+
+
 TSHARK = ["tshark", "-n", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
           "-d", "udp.port==2152,gtp", "-d", f"udp.port=={PORT},data"]
 
@@ -419,6 +458,8 @@ if __name__ == "__main__":
         sys.exit(rc)
     elif cmd == "check-list":
         sys.exit(check_list(sys.argv[2]))
+    elif cmd == "mixed":
+        mixed(sys.argv[2], sys.argv[3])
     elif cmd == "collide":
         collide(sys.argv[2], sys.argv[3])
     elif cmd == "check-collide":
