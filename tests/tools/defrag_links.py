@@ -83,12 +83,16 @@ def et_of(ip):
     return 0x0800 if fam(ip) == 4 else 0x86dd
 
 
+OUTER_ID = [0x2100]
+
+
 def outer(ip, proto_payload, proto, v6=False):
     """An outer IP packet around proto_payload (scapy fills lengths and
-    checksums)."""
+    checksums), each with its own IPv4 ID."""
     if v6:
         return IPv6(src=OUT6[0], dst=OUT6[1], nh=proto) / Raw(proto_payload)
-    return IP(src=OUT4[0], dst=OUT4[1], proto=proto, id=0x2100) / Raw(proto_payload)
+    OUTER_ID[0] += 1
+    return IP(src=OUT4[0], dst=OUT4[1], proto=proto, id=OUTER_ID[0] & 0xffff) / Raw(proto_payload)
 
 
 def nflog(ip):
