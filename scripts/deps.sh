@@ -7,7 +7,7 @@ PKGS=(
 	build-essential cmake ninja-build pkg-config clang llvm
 	libpcap-dev libxdp-dev libbpf-dev libsodium-dev libbsd-dev libcmocka-dev
 	libdpdk-dev libmimalloc-dev libjemalloc-dev
-	python3 python3-scapy tshark tcpreplay iperf3 iproute2 gnuplot-nox valgrind
+	python3 python3-scapy tshark tcpdump tcpreplay iperf3 iproute2 ethtool gnuplot-nox valgrind
 )
 
 missing=()

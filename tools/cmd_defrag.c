@@ -1,12 +1,14 @@
 /*
  * rxpath defrag: reassemble the IP fragments in a capture.
  *
- * Reads pcap or pcapng (Ethernet, with up to two VLAN tags, or raw IP link
- * types) through libpcap and writes a pcap (same link type, nanosecond
- * timestamps) in which every complete datagram appears once, reassembled
- * (fragments on different VLANs are different datagrams),
- * at the timestamp of the fragment that completed it, behind that
- * fragment's link header. Unfragmented frames pass through unchanged.
+ * Reads pcap or pcapng through libpcap and writes a pcap (same link type,
+ * nanosecond timestamps) in which every complete datagram appears once,
+ * reassembled, at the timestamp of the fragment that completed it, behind
+ * that fragment's link and tunnel headers (the frame layer,
+ * defrag_frame.c, finds the IP packet in each frame, enters tunnels and
+ * fixes the outer headers; fragments on different VLANs or in different
+ * tunnels are different datagrams). Unfragmented frames pass through
+ * unchanged.
  * Fragments of datagrams that never complete are left out, or written as
  * they were with --keep-incomplete (when the table drops them: timeout,
  * overlap, eviction, end of input). Time comes from the packet timestamps,
@@ -23,6 +25,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "defrag_frame.h"
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
 #include "rxpath/wire.h"
@@ -30,9 +33,8 @@
 struct dctx {
 	pcap_dumper_t *dump;
 	struct rxp_pktpool *pp;
-	unsigned headroom;
-	uint64_t in, out_pass, out_reasm, out_kept, nonip, alloc_fail;
-	uint8_t *buf; /* link header + largest datagram */
+	struct dfr_frames *frames;
+	uint64_t in, out_pass, out_reasm, out_kept;
 };
 
 static void usage(FILE *f)
@@ -40,9 +42,16 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: rxpath defrag [--policy P] [--forward] [--mem-limit BYTES]\n"
 		"                     [--timeout SECONDS] [--keep-incomplete] [--json] IN OUT\n\n"
-		"Reassemble IPv4/IPv6 fragments in IN (pcap or pcapng; Ethernet or raw IP)\n"
-		"and write OUT (pcap): each complete datagram once, at the time of the\n"
-		"fragment that completed it; unfragmented packets unchanged.\n\n"
+		"Reassemble IPv4/IPv6 fragments in IN (pcap or pcapng) and write OUT (pcap):\n"
+		"each complete datagram once, at the time of the fragment that completed it;\n"
+		"unfragmented packets unchanged.\n\n"
+		"Link types: Ethernet (802.1Q/QinQ, MPLS, PPPoE), LINUX_SLL, LINUX_SLL2, NULL,\n"
+		"LOOP, PPP, C_HDLC, RAW, IPV4, IPV6, NFLOG, IEEE 802.11 and radiotap; others\n"
+		"pass through whole (one warning). Tunnels: IP in IP, GRE (ERSPAN I/II/III,\n"
+		"PPP), VXLAN (udp 4789), GENEVE (6081), GTP-U (2152); outer fragments are\n"
+		"reassembled first, each tunnel (endpoints, key/VNI/TEID) and VLAN apart,\n"
+		"and the completing fragment's outer headers kept, lengths and checksums\n"
+		"fixed (a datagram they cannot hold goes out behind the link header alone).\n\n"
 		"  --policy P         overlap policy: strict (default, as Linux), first, last,\n"
 		"                     bsd, bsd-right, linux, windows, solaris\n"
 		"  --forward          keep fragment boundaries (forwarding mode)\n"
@@ -99,45 +108,17 @@ static void write_frame(struct dctx *c, uint64_t ts_ns, const uint8_t *b, uint32
 	pcap_dump((u_char *)c->dump, &h, b);
 }
 
-/* The table hands us each fragment it gives up on; its link header is still
- * in the headroom in front of the IP header (we pulled it at input). */
+/* The table hands us each fragment it gives up on; the frame layer rebuilds
+ * the frame it came in. */
 static void on_discard(void *arg, const struct rxp_pkt *pkt)
 {
 	struct dctx *c = arg;
-	const uint8_t *mac = pkt->head + c->headroom;
-	uint32_t l2 = (uint32_t)(pkt->data - mac);
+	struct dfr_out o;
 
-	if (pkt->data < mac || rxp_pkt_copy_bits(pkt, 0, c->buf + l2, pkt->len))
+	if (dfr_frame_discarded(c->frames, pkt, &o))
 		return;
-	memcpy(c->buf, mac, l2);
-	write_frame(c, pkt->tstamp_ns, c->buf, l2 + pkt->len);
+	write_frame(c, pkt->tstamp_ns, o.frame, o.len);
 	c->out_kept++;
-}
-
-/* Link header length of an Ethernet frame carrying IP, or -1; *zone gets
- * the outer VLAN id (0 untagged), which keys reassembly. */
-static int eth_l2len(const uint8_t *b, uint32_t len, uint32_t *zone)
-{
-	uint32_t off = 12;
-
-	*zone = 0;
-	for (int tags = 0; tags < 3; tags++) {
-		uint16_t et;
-
-		if (off + 2 > len)
-			return -1;
-		et = (uint16_t)(b[off] << 8 | b[off + 1]);
-		if (et == RXP_ETH_P_IP || et == RXP_ETH_P_IPV6)
-			return (int)off + 2;
-		if (et != RXP_ETH_P_8021Q && et != 0x88a8)
-			return -1;
-		if (off + 4 > len)
-			return -1;
-		if (!*zone)
-			*zone = ((uint32_t)(b[off + 2] & 0x0f) << 8 | b[off + 3]) + 1;
-		off += 4;
-	}
-	return -1;
 }
 
 static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, bool json,
@@ -145,8 +126,11 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 {
 	struct rxp_defrag_counters k = *kp;
 	struct rxp_pktpool_stats st;
+	struct dfr_frame_stats fst;
 
 	rxp_pktpool_get_stats(c->pp, &st);
+	dfr_frames_get_stats(c->frames, &fst);
+	dfr_frames_warnings(c->frames, stderr);
 	if (json) {
 		fprintf(stderr,
 			"{\"policy\":\"%s\",\"packets_in\":%" PRIu64 ",\"passed\":%" PRIu64
@@ -157,11 +141,13 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 			",\"evictions\":%" PRIu64 ",\"duplicates\":%" PRIu64
 			",\"policy_overlaps\":%" PRIu64 ",\"invalid\":%" PRIu64
 			",\"mem_drops\":%" PRIu64 ",\"max_dist_flushes\":%" PRIu64
-			",\"mem_high_water\":%" PRIu64 ",\"drops\":{",
+			",\"mem_high_water\":%" PRIu64 ",\"frames\":",
 			rxp_defrag_policy_name(pol), c->in, c->out_pass, c->out_reasm, c->out_kept,
-			c->alloc_fail, k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout,
+			fst.alloc_fail, k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout,
 			k.ReasmOverlaps, k.evictions, k.duplicates, k.policy_overlaps, k.invalid,
 			k.mem_drops, k.max_dist_flushes, k.mem_high_water);
+		dfr_frames_json(c->frames, stderr);
+		fprintf(stderr, ",\"drops\":{");
 		bool first = true;
 		for (unsigned i = 0; i < RXP_DROP_MAX; i++) {
 			if (!st.drops[i])
@@ -188,9 +174,10 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 		if (st.drops[i])
 			fprintf(stderr, "  drop %s %" PRIu64 "\n", rxp_drop_reason_name(i),
 				st.drops[i]);
-	if (c->alloc_fail)
+	if (fst.alloc_fail)
 		fprintf(stderr, "  %" PRIu64 " packets passed unprocessed (out of buffers)\n",
-			c->alloc_fail);
+			fst.alloc_fail);
+	dfr_frames_summary(c->frames, stderr);
 }
 
 static int defrag_main(int argc, char **argv)
@@ -270,13 +257,6 @@ static int defrag_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	dlt = pcap_datalink(in);
-	if (dlt != DLT_EN10MB && dlt != DLT_RAW && dlt != DLT_IPV4 && dlt != DLT_IPV6) {
-		fprintf(stderr,
-			"rxpath defrag: %s: unsupported link type %s (need Ethernet or raw IP)\n",
-			argv[optind],
-			pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
-		goto out;
-	}
 	outp = pcap_open_dead_with_tstamp_precision(dlt, 262144, PCAP_TSTAMP_PRECISION_NANO);
 	if (!outp || !(c.dump = pcap_dump_open(outp, argv[optind + 1]))) {
 		fprintf(stderr, "rxpath defrag: cannot write %s: %s\n", argv[optind + 1],
@@ -302,59 +282,32 @@ static int defrag_main(int argc, char **argv)
 		cfg.discard_arg = &c;
 	}
 	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
-	c.buf = malloc(262144);
-	if (!c.pp || !t || !c.buf) {
+	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
+	if (!c.pp || !t || !c.frames) {
 		fprintf(stderr, "rxpath defrag: out of memory\n");
 		rc = RXP_EXIT_FAIL;
 		goto out;
 	}
-	c.headroom = rxp_pktpool_headroom(c.pp);
 	while ((r = pcap_next_ex(in, &h, &frame)) == 1) {
 		uint64_t now = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
-		uint64_t reqds;
-		struct rxp_defrag_counters k;
-		struct rxp_pkt *p, *res;
-		int l2 = 0;
-		uint32_t zone = 0;
+		struct dfr_frame fr = {
+			.dlt = dlt, .data = frame, .caplen = h->caplen, .ts_ns = now};
+		struct dfr_out fo;
 
 		c.in++;
 		rxp_defrag_expire(t, now);
-		if (dlt == DLT_EN10MB)
-			l2 = eth_l2len(frame, h->caplen, &zone);
-		if (l2 < 0 || (uint32_t)l2 >= h->caplen) {
-			c.nonip++;
+		switch (dfr_frame_process(c.frames, t, &fr, now, &fo)) {
+		case DFR_PASS:
 			c.out_pass++;
 			write_frame(&c, now, frame, h->caplen);
-			continue;
-		}
-		p = rxp_pkt_alloc(c.pp, h->caplen);
-		if (!p) {
-			c.alloc_fail++;
-			c.out_pass++;
-			write_frame(&c, now, frame, h->caplen);
-			continue;
-		}
-		memcpy(rxp_pkt_put(p, h->caplen), frame, h->caplen);
-		rxp_pkt_pull(p, (uint32_t)l2);
-		p->tstamp_ns = now;
-		p->network_off = (uint16_t)(p->data - p->head);
-		rxp_defrag_get_counters(t, &k);
-		reqds = k.ReasmReqds;
-		res = rxp_defrag_zone(t, p, zone, now);
-		if (!res)
-			continue;
-		rxp_defrag_get_counters(t, &k);
-		if (k.ReasmReqds == reqds) {
-			/* Not a fragment: the frame as it came. */
-			c.out_pass++;
-			write_frame(&c, now, frame, h->caplen);
-		} else {
-			memcpy(c.buf, frame, (size_t)l2);
-			rxp_pkt_copy_bits(res, 0, c.buf + l2, res->len);
-			write_frame(&c, now, c.buf, (uint32_t)l2 + res->len);
+			break;
+		case DFR_HELD:
+			break;
+		case DFR_OUT:
 			c.out_reasm++;
+			write_frame(&c, now, fo.frame, fo.len);
+			break;
 		}
-		rxp_pkt_consume(res);
 	}
 	if (r == -1) {
 		fprintf(stderr, "rxpath defrag: %s: %s\n", argv[optind], pcap_geterr(in));
@@ -373,13 +326,13 @@ static int defrag_main(int argc, char **argv)
 	rc = RXP_EXIT_OK;
 out:
 	rxp_defrag_table_destroy(t);
+	dfr_frames_destroy(c.frames);
 	if (c.dump)
 		pcap_dump_close(c.dump);
 	if (outp)
 		pcap_close(outp);
 	if (in)
 		pcap_close(in);
-	free(c.buf);
 	if (c.pp && rxp_pktpool_destroy(c.pp)) {
 		fprintf(stderr, "rxpath defrag: packet leak\n");
 		rc = RXP_EXIT_FAIL;
