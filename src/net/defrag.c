@@ -950,7 +950,12 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		__builtin_prefetch(pkt->head_page);
 		prefetched = true;
 	}
-	if (rxp_unlikely(!dfr_fits(t, tsize, !q) || (!q && dfr_tombs_live(t)))) {
+	/* Under pressure (or while datagrams given up under it may still be
+	 * coming back, or when this fragment shows its datagram missed a
+	 * turn at such a time) the pressure policy decides. */
+	if (rxp_unlikely(!dfr_fits(t, tsize, !q) ||
+			 (dfr_tombs_live(t) &&
+			  (!q || dfr_gap_skips(t, q, (uint32_t)t->seq - q->last_seq))))) {
 		r = dfr_pressure(t, &q, &fi, h, hashed, tsize);
 		if (r) {
 			refuse(t, q, &fi, pkt, 0, (enum rxp_drop_reason)r);

@@ -206,7 +206,7 @@ struct dfr_src {
 	uint64_t since; /* t->seq when it last went from no queue to one */
 };
 
-#define DFR_P_SKIPPED 1u /* a gap unlike its others: it missed a fragment */
+#define DFR_P_SKIPPED 1u /* a gap longer than its others: it missed a turn */
 
 /* q's class: its source's standing when it was made. */
 static inline unsigned dfr_cls(const struct dfr_queue *q)
@@ -320,7 +320,7 @@ static inline uint32_t dfr_gap_margin(const struct rxp_defrag_table *t, unsigned
  * came gap fragments (t->seq) after q's previous one: q's
  * longest gap, its class's moving averages of gaps and of their deviation
  * from the average (1/16 per gap; the first gap seen sets the average), and
- * whether this gap is unlike q's earlier ones by more than the margin:
+ * whether this gap is longer than q's earlier ones by more than the margin:
  * datagrams that take turns with the others come at a steady gap, and one
  * that skips a turn has most likely lost a fragment (a shuffled order does
  * not change the gap, only which fragment comes). Classes keep their own
@@ -340,17 +340,22 @@ static inline uint32_t dfr_gap_avg(struct rxp_defrag_table *t, unsigned c, uint3
 	return gap;
 }
 
+/* Whether a gap of gap after q's earlier ones (at most gapmax) says q has
+ * skipped a turn: longer than any before by more than the margin. (Shorter
+ * gaps say nothing: turns come faster as the datagrams in flight thin out.) */
+static inline bool dfr_gap_skips(const struct rxp_defrag_table *t, const struct dfr_queue *q,
+				 uint32_t gap)
+{
+	return q->gapmax && gap > q->gapmax + dfr_gap_margin(t, dfr_cls(q), q->gapmax);
+}
+
 static inline void dfr_gap_note(struct rxp_defrag_table *t, struct dfr_queue *q, uint32_t gap)
 {
 	unsigned c = dfr_cls(q);
 
 	gap = dfr_gap_avg(t, c, gap);
-	if (q->gapmax) {
-		uint32_t d = gap > q->gapmax ? gap - q->gapmax : q->gapmax - gap;
-
-		if (d > dfr_gap_margin(t, c, q->gapmax))
-			q->pst |= DFR_P_SKIPPED;
-	}
+	if (dfr_gap_skips(t, q, gap))
+		q->pst |= DFR_P_SKIPPED;
 	if (gap > q->gapmax)
 		q->gapmax = gap;
 }
@@ -441,8 +446,9 @@ void dfr_ev_overlap(struct rxp_defrag_table *t, const struct dfr_queue *q, uint3
 		    uint32_t end, bool differ, bool dup);
 
 /* The pressure policy (defrag_pressure.c), for a fragment fi of tsize bytes
- * that does not fit, or that would open a queue while tags of datagrams
- * given up may be alive; *qp is its queue or NULL; h is the key's SipHash
+ * that does not fit, or, while tags of datagrams given up may be alive,
+ * that would open a queue or shows that its queue missed a turn; *qp is
+ * its queue or NULL; h is the key's SipHash
  * when hashed. Returns 0 when it may be queued (room was made; a new queue
  * may be made), or the drop reason for it; *qp is then NULL if its queue
  * was given up. */

@@ -224,6 +224,15 @@ int dfr_pressure(struct rxp_defrag_table *t, struct dfr_queue **qp, const struct
 		tomb_add(t, h);
 		return dfr_has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT : RXP_DROP_FRAG_QUEUE_LIMIT;
 	}
+	if ((q->pst & DFR_P_SKIPPED) || dfr_gap_skips(t, q, (uint32_t)t->seq - q->last_seq)) {
+		/* This fragment shows that its own datagram missed a turn: it
+		 * has most likely lost a fragment, so under pressure it goes
+		 * now, and nothing else goes for it. */
+		t->c.evict_stale++;
+		doom(t, q);
+		*qp = NULL;
+		return RXP_DROP_FRAG_EVICT;
+	}
 	if (reap_stale(t, q, tsize, false) || evict_below(t, dfr_cls(q), tsize, false))
 		return 0;
 	/* Newer queues of its class go for an older one; a fragment that

@@ -131,8 +131,7 @@ static uint32_t attack_frame(struct ovl_stream *s, uint8_t *f)
 }
 
 /* The next frame, lost ones included (info says). */
-static int next_frame(struct ovl_stream *s, uint8_t *buf, uint32_t *len,
-		      struct ovl_frame_info *fi)
+static int next_frame(struct ovl_stream *s, uint8_t *buf, uint32_t *len, struct ovl_frame_info *fi)
 {
 	if (s->credit >= 1) {
 		s->credit -= 1;
@@ -179,10 +178,8 @@ int ovl_run_table(const struct ovl_config *c, const struct rxp_defrag_config *dc
 		  struct ovl_result *r)
 {
 	uint64_t np = dc->mem_limit / 2048 + 2048, now = 0;
-	struct rxp_pktpool_config pc = {.name = "ovl",
-					.n_pkts = (unsigned)np,
-					.n_bufs = (unsigned)np,
-					.n_large = 64};
+	struct rxp_pktpool_config pc = {
+		.name = "ovl", .n_pkts = (unsigned)np, .n_bufs = (unsigned)np, .n_large = 64};
 	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
 	struct rxp_defrag_table *t = rxp_defrag_table_create(dc);
 	struct ovl_stream *s = ovl_open(c);
