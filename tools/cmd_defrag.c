@@ -281,6 +281,7 @@ static int defrag_main(int argc, char **argv)
 		cfg.discard_cb = on_discard;
 		cfg.discard_arg = &c;
 	}
+	dfr_frame_table_config(&cfg);
 	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
 	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
 	if (!c.pp || !t || !c.frames) {

@@ -81,9 +81,9 @@ void dfr_frames_destroy(struct dfr_frames *fs)
 	free(fs);
 }
 
-void dfr_frame_real_src(const struct dfr_frames *fs, uint8_t *addr)
+void dfr_frame_table_config(struct rxp_defrag_config *cfg)
 {
-	dfr_zones_v6_restore(fs->zones, addr);
+	cfg->zone_all_v6 = true; /* zones are VLANs and tunnels, for every destination */
 }
 
 int dfr_frame_dlt_known(int dlt)
@@ -102,28 +102,6 @@ static int zone_of(struct dfr_frames *fs, uint32_t parent, const struct rxp_deca
 		return 0;
 	fs->st.zones_full++;
 	return -1;
-}
-
-/* An IPv6 fragment going to the table in a nonzero zone gets a stand-in
- * source (see defrag_zone.h); every IPv6 header that comes back out gets
- * its real one back. p is linear here: the frame layer made it. */
-static void standin(struct dfr_frames *fs, struct rxp_pkt *p, uint32_t zone)
-{
-	uint32_t iplen;
-	bool frag;
-
-	if (p->len < RXP_IPV6_HLEN || (p->data[0] >> 4) != 6 ||
-	    !dfr_v6_needs_standin(zone, p->data + 8) ||
-	    rxp_decap_ip_info(p->data, p->len, &iplen, &frag) || !frag)
-		return;
-	if (dfr_zones_v6_standin(fs->zones, zone, p->data + 8))
-		fs->st.zones_full++; /* keyed without its zone, as the table does */
-}
-
-static void restore(const struct dfr_frames *fs, uint8_t *ip, uint32_t len)
-{
-	if (len >= RXP_IPV6_HLEN && (ip[0] >> 4) == 6)
-		dfr_zones_v6_restore(fs->zones, ip + 8);
 }
 
 static void link_failed(struct dfr_frames *fs, int dlt, int r)
@@ -192,15 +170,14 @@ static struct rxp_pkt *make_pkt(struct dfr_frames *fs, const struct dfr_frame *f
 }
 
 /* Feeds p to the table; *frag says whether it was a fragment there. */
-static struct rxp_pkt *reassemble(struct dfr_frames *fs, struct rxp_defrag_table *t,
-				  struct rxp_pkt *p, uint32_t zone, uint64_t now_ns, bool *frag)
+static struct rxp_pkt *reassemble(struct rxp_defrag_table *t, struct rxp_pkt *p, uint32_t zone,
+				  uint64_t now_ns, bool *frag)
 {
 	struct rxp_defrag_counters k;
 	uint64_t reqds;
 
 	rxp_defrag_get_counters(t, &k);
 	reqds = k.ReasmReqds;
-	standin(fs, p, zone);
 	p = rxp_defrag_zone(t, p, zone, now_ns);
 	rxp_defrag_get_counters(t, &k);
 	*frag = k.ReasmReqds != reqds;
@@ -268,7 +245,6 @@ static struct rxp_pkt *enter_tunnel(struct dfr_frames *fs, const struct dfr_fram
 		if (rxp_pkt_copy_bits(res, 0, fs->wbuf + hlen, res->len))
 			return NULL;
 		b = fs->wbuf + hlen;
-		restore(fs, fs->wbuf + hlen, res->len);
 	}
 	memcpy(&save, &fs->d, offsetof(struct rxp_decap, layer));
 	r = rxp_decap_tunnel(&fs->d, b, res->len);
@@ -324,7 +300,6 @@ static bool build_out(struct dfr_frames *fs, const struct rxp_pkt *res, const ui
 		memcpy(fs->wbuf, hdr, hlen);
 	if (rxp_pkt_copy_bits(res, 0, fs->wbuf + hlen, res->len))
 		return false;
-	restore(fs, fs->wbuf + hlen, res->len);
 	if (!rxp_decap_fixup(&fs->d, fs->wbuf, total))
 		goto done;
 	/* Too big for an outer length field: keep the link header only. */
@@ -383,7 +358,7 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 	for (;;) {
 		struct rxp_pkt *in;
 
-		res = reassemble(fs, t, p, zone, now_ns, &frag);
+		res = reassemble(t, p, zone, now_ns, &frag);
 		if (!res)
 			return DFR_HELD;
 		changed |= frag;
@@ -398,8 +373,6 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		rxp_pkt_consume(res);
 		return DFR_PASS;
 	}
-	if (rxp_pkt_headlen(res) >= RXP_IPV6_HLEN)
-		restore(fs, res->data, rxp_pkt_headlen(res));
 	out->dgram = fs->last = res;
 	out->dlt = f->dlt;
 	out->iface = f->iface;
@@ -423,7 +396,6 @@ int dfr_frame_discarded(struct dfr_frames *fs, const struct rxp_pkt *pkt, struct
 	    rxp_pkt_copy_bits(pkt, 0, fs->dbuf + l2, pkt->len))
 		return -1;
 	memcpy(fs->dbuf, mac, l2);
-	restore(fs, fs->dbuf + l2, pkt->len);
 	out->frame = fs->dbuf;
 	out->len = l2 + pkt->len;
 	out->dgram = NULL;

@@ -57,7 +57,7 @@ struct dfr_frame_stats {
 	uint64_t tunnel_pkts; /* inner IP packets taken out of tunnels */
 	uint64_t bad_tunnel; /* tunnel headers that do not parse: the outer packet is used */
 	uint64_t tunnel_datagrams; /* datagrams reassembled inside a tunnel */
-	uint64_t zones_full; /* contexts past DFR_MAX_ZONES (defrag_zone.h): not told apart */
+	uint64_t zones_full; /* tunnels past DFR_MAX_ZONES (defrag_zone.h): not entered */
 	uint64_t too_big; /* datagrams the outer headers cannot hold (over 65,535 bytes) */
 	uint64_t stripped; /* of those, written behind the link header alone */
 	uint64_t zones; /* distinct VLAN and tunnel contexts seen */
@@ -81,12 +81,9 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
  * headers. May be called from inside dfr_frame_process(). */
 int dfr_frame_discarded(struct dfr_frames *fs, const struct rxp_pkt *pkt, struct dfr_out *out);
 
-/* IPv6 fragments in a VLAN or tunnel reach the table with a stand-in
- * source address from 100::/64 until the library can key every IPv6
- * datagram by zone (defrag_zone.h); whatever the frame layer hands out has
- * its real source back. An IPv6 source address seen elsewhere (a table
- * event) is put right by this (16 bytes, in place; others are left). */
-void dfr_frame_real_src(const struct dfr_frames *fs, uint8_t *addr);
+/* What the frame layer needs of the table: call on its config before
+ * rxp_defrag_table_create() (zones key every IPv6 datagram: zone_all_v6). */
+void dfr_frame_table_config(struct rxp_defrag_config *cfg);
 
 /* Whether the frame layer parses link type dlt. */
 int dfr_frame_dlt_known(int dlt);

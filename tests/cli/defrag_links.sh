@@ -6,7 +6,8 @@
 # LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng).
 # tests/tools/defrag_links.py then wraps the veth capture's packets in every
 # other link layer and tunnel (scapy), writes captures where the same
-# fragments travel through two tunnels that differ only in key or endpoint,
+# fragments travel through two tunnels (or VLANs) that differ only in key,
+# VNI, TEID, session or endpoint,
 # and a pcapng whose interfaces have different link types.
 # For each capture: what tshark reassembles from it (UDP length and payload
 # bytes of each datagram) must be exactly what rxpath writes, with no

@@ -26,8 +26,8 @@ packets the kernel sent, and the check of its output against tshark.
       time, a line "ok: NAME: ..." or "FAIL: NAME: ..." each.
   defrag_links.py collide BASE DIR
       Writes DIR/collide_<tunnel>.pcap: each fragmented datagram sent twice,
-      through two tunnels that differ only in their key (GRE key, VXLAN VNI,
-      GTP-U TEID) or endpoints, with the same inner addresses and ID; the
+      through two tunnels that differ only in their key (GRE key, VXLAN and
+      GENEVE VNI, GTP-U TEID, ERSPAN session), endpoints or VLAN, with the same inner addresses and ID; the
       second copy's payload differs (two 16-bit words swapped: the UDP
       checksum still holds). The two tunnels' fragments alternate.
   defrag_links.py check-collide DIR OUT KIND
@@ -354,7 +354,8 @@ def check_list(listfile):
 # Two tunnels that differ only in their key (or endpoints): tunnel builders
 # taking (ip, which) with which 0 or 1.
 COLLIDE_FIELD = {"gre_key": "gre.key", "vxlan_vni": "vxlan.vni", "gtpu_teid": "gtp.teid",
-                 "ipip_endpoint": "ip.dst"}
+                 "ipip_endpoint": "ip.dst", "geneve6_vni": "geneve.vni",
+                 "erspan_session": "erspan.spanid", "vlan_id": "vlan.id"}
 
 
 def collide_kinds():
@@ -372,6 +373,15 @@ def collide_kinds():
         "ipip_endpoint": lambda ip, w: ether(bytes(IP(src=OUT4[0], dst=f"192.0.2.{10 + w}",
                                                       proto=4 if fam(ip) == 4 else 41) / Raw(ip)),
                                              0x0800),
+        "geneve6_vni": lambda ip, w: ether(bytes(IPv6(src=OUT6[0], dst=OUT6[1]) /
+                                                 UDP(sport=40001, dport=6081) /
+                                                 GENEVE(vni=200 + w, proto=et_of(ip)) / Raw(ip)),
+                                           0x86dd),
+        "erspan_session": lambda ip, w: ether(bytes(outer(
+            ip, bytes(GRE(seqnum_present=1, proto=0x88be) / ERSPAN_II(ver=1, session_id=30 + w) /
+                      Ether(src=MAC_A, dst=MAC_B, type=et_of(ip))) + ip, 47)), 0x0800),
+        "vlan_id": lambda ip, w: bytes(Ether(src=MAC_A, dst=MAC_B) /
+                                       Dot1Q(vlan=300 + w, type=et_of(ip))) + ip,
     }
 
 
@@ -444,6 +454,9 @@ def check_collide(d, out, kind):
     n = len(want) // 2
     # Each tunnel's copy of a datagram is its own (payloads differ).
     distinct = not {x[1:] for x in per[0]} & {x[1:] for x in per[1]}
+    # tshark names each tunnel, and the two apart.
+    distinct = distinct and all(x[0] for x in want) and \
+        not {x[0] for x in per[0]} & {x[0] for x in per[1]}
     ok = sorted(want) == sorted(got) and frags == 0 and bad == 0 and distinct and n > 0
     print(f"{len(want)} datagrams ({n} per tunnel): expected {len(want)}, rxpath {len(got)}"
           f"{'' if sorted(want) == sorted(got) else ' (payloads differ)'}; fragments left "
