@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "defrag_frame.h"
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
 #include "rxpath/wire.h"
@@ -30,9 +31,8 @@
 struct dctx {
 	pcap_dumper_t *dump;
 	struct rxp_pktpool *pp;
-	unsigned headroom;
-	uint64_t in, out_pass, out_reasm, out_kept, nonip, alloc_fail;
-	uint8_t *buf; /* link header + largest datagram */
+	struct dfr_frames *frames;
+	uint64_t in, out_pass, out_reasm, out_kept;
 };
 
 static void usage(FILE *f)
@@ -99,45 +99,17 @@ static void write_frame(struct dctx *c, uint64_t ts_ns, const uint8_t *b, uint32
 	pcap_dump((u_char *)c->dump, &h, b);
 }
 
-/* The table hands us each fragment it gives up on; its link header is still
- * in the headroom in front of the IP header (we pulled it at input). */
+/* The table hands us each fragment it gives up on; the frame layer rebuilds
+ * the frame it came in. */
 static void on_discard(void *arg, const struct rxp_pkt *pkt)
 {
 	struct dctx *c = arg;
-	const uint8_t *mac = pkt->head + c->headroom;
-	uint32_t l2 = (uint32_t)(pkt->data - mac);
+	struct dfr_out o;
 
-	if (pkt->data < mac || rxp_pkt_copy_bits(pkt, 0, c->buf + l2, pkt->len))
+	if (dfr_frame_discarded(c->frames, pkt, &o))
 		return;
-	memcpy(c->buf, mac, l2);
-	write_frame(c, pkt->tstamp_ns, c->buf, l2 + pkt->len);
+	write_frame(c, pkt->tstamp_ns, o.frame, o.len);
 	c->out_kept++;
-}
-
-/* Link header length of an Ethernet frame carrying IP, or -1; *zone gets
- * the outer VLAN id (0 untagged), which keys reassembly. */
-static int eth_l2len(const uint8_t *b, uint32_t len, uint32_t *zone)
-{
-	uint32_t off = 12;
-
-	*zone = 0;
-	for (int tags = 0; tags < 3; tags++) {
-		uint16_t et;
-
-		if (off + 2 > len)
-			return -1;
-		et = (uint16_t)(b[off] << 8 | b[off + 1]);
-		if (et == RXP_ETH_P_IP || et == RXP_ETH_P_IPV6)
-			return (int)off + 2;
-		if (et != RXP_ETH_P_8021Q && et != 0x88a8)
-			return -1;
-		if (off + 4 > len)
-			return -1;
-		if (!*zone)
-			*zone = ((uint32_t)(b[off + 2] & 0x0f) << 8 | b[off + 3]) + 1;
-		off += 4;
-	}
-	return -1;
 }
 
 static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, bool json,
@@ -145,8 +117,10 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 {
 	struct rxp_defrag_counters k = *kp;
 	struct rxp_pktpool_stats st;
+	struct dfr_frame_stats fst;
 
 	rxp_pktpool_get_stats(c->pp, &st);
+	dfr_frames_get_stats(c->frames, &fst);
 	if (json) {
 		fprintf(stderr,
 			"{\"policy\":\"%s\",\"packets_in\":%" PRIu64 ",\"passed\":%" PRIu64
@@ -159,7 +133,7 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 			",\"mem_drops\":%" PRIu64 ",\"max_dist_flushes\":%" PRIu64
 			",\"mem_high_water\":%" PRIu64 ",\"drops\":{",
 			rxp_defrag_policy_name(pol), c->in, c->out_pass, c->out_reasm, c->out_kept,
-			c->alloc_fail, k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout,
+			fst.alloc_fail, k.ReasmReqds, k.ReasmOKs, k.ReasmFails, k.ReasmTimeout,
 			k.ReasmOverlaps, k.evictions, k.duplicates, k.policy_overlaps, k.invalid,
 			k.mem_drops, k.max_dist_flushes, k.mem_high_water);
 		bool first = true;
@@ -188,9 +162,9 @@ static void summary(const struct rxp_defrag_counters *kp, const struct dctx *c, 
 		if (st.drops[i])
 			fprintf(stderr, "  drop %s %" PRIu64 "\n", rxp_drop_reason_name(i),
 				st.drops[i]);
-	if (c->alloc_fail)
+	if (fst.alloc_fail)
 		fprintf(stderr, "  %" PRIu64 " packets passed unprocessed (out of buffers)\n",
-			c->alloc_fail);
+			fst.alloc_fail);
 }
 
 static int defrag_main(int argc, char **argv)
@@ -270,7 +244,7 @@ static int defrag_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	dlt = pcap_datalink(in);
-	if (dlt != DLT_EN10MB && dlt != DLT_RAW && dlt != DLT_IPV4 && dlt != DLT_IPV6) {
+	if (!dfr_frame_dlt_known(dlt)) {
 		fprintf(stderr,
 			"rxpath defrag: %s: unsupported link type %s (need Ethernet or raw IP)\n",
 			argv[optind],
@@ -302,59 +276,30 @@ static int defrag_main(int argc, char **argv)
 		cfg.discard_arg = &c;
 	}
 	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
-	c.buf = malloc(262144);
-	if (!c.pp || !t || !c.buf) {
+	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
+	if (!c.pp || !t || !c.frames) {
 		fprintf(stderr, "rxpath defrag: out of memory\n");
 		rc = RXP_EXIT_FAIL;
 		goto out;
 	}
-	c.headroom = rxp_pktpool_headroom(c.pp);
 	while ((r = pcap_next_ex(in, &h, &frame)) == 1) {
 		uint64_t now = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
-		uint64_t reqds;
-		struct rxp_defrag_counters k;
-		struct rxp_pkt *p, *res;
-		int l2 = 0;
-		uint32_t zone = 0;
+		struct dfr_out fo;
 
 		c.in++;
 		rxp_defrag_expire(t, now);
-		if (dlt == DLT_EN10MB)
-			l2 = eth_l2len(frame, h->caplen, &zone);
-		if (l2 < 0 || (uint32_t)l2 >= h->caplen) {
-			c.nonip++;
+		switch (dfr_frame_process(c.frames, t, dlt, frame, h->caplen, now, &fo)) {
+		case DFR_PASS:
 			c.out_pass++;
 			write_frame(&c, now, frame, h->caplen);
-			continue;
-		}
-		p = rxp_pkt_alloc(c.pp, h->caplen);
-		if (!p) {
-			c.alloc_fail++;
-			c.out_pass++;
-			write_frame(&c, now, frame, h->caplen);
-			continue;
-		}
-		memcpy(rxp_pkt_put(p, h->caplen), frame, h->caplen);
-		rxp_pkt_pull(p, (uint32_t)l2);
-		p->tstamp_ns = now;
-		p->network_off = (uint16_t)(p->data - p->head);
-		rxp_defrag_get_counters(t, &k);
-		reqds = k.ReasmReqds;
-		res = rxp_defrag_zone(t, p, zone, now);
-		if (!res)
-			continue;
-		rxp_defrag_get_counters(t, &k);
-		if (k.ReasmReqds == reqds) {
-			/* Not a fragment: the frame as it came. */
-			c.out_pass++;
-			write_frame(&c, now, frame, h->caplen);
-		} else {
-			memcpy(c.buf, frame, (size_t)l2);
-			rxp_pkt_copy_bits(res, 0, c.buf + l2, res->len);
-			write_frame(&c, now, c.buf, (uint32_t)l2 + res->len);
+			break;
+		case DFR_HELD:
+			break;
+		case DFR_OUT:
 			c.out_reasm++;
+			write_frame(&c, now, fo.frame, fo.len);
+			break;
 		}
-		rxp_pkt_consume(res);
 	}
 	if (r == -1) {
 		fprintf(stderr, "rxpath defrag: %s: %s\n", argv[optind], pcap_geterr(in));
@@ -373,13 +318,13 @@ static int defrag_main(int argc, char **argv)
 	rc = RXP_EXIT_OK;
 out:
 	rxp_defrag_table_destroy(t);
+	dfr_frames_destroy(c.frames);
 	if (c.dump)
 		pcap_dump_close(c.dump);
 	if (outp)
 		pcap_close(outp);
 	if (in)
 		pcap_close(in);
-	free(c.buf);
 	if (c.pp && rxp_pktpool_destroy(c.pp)) {
 		fprintf(stderr, "rxpath defrag: packet leak\n");
 		rc = RXP_EXIT_FAIL;
