@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 
 #include "cmd.h"
 #include "defrag_frame.h"
+#include "opt.h"
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
 #include "rxpath/wire.h"
@@ -53,40 +53,6 @@ static void usage(FILE *f)
 		"                     end of input) and with their own timestamps, so OUT is\n"
 		"                     then not in time order (reordercap sorts it)\n"
 		"  --json             counters summary on stderr as JSON\n");
-}
-
-static int parse_bytes(const char *s, uint64_t *v)
-{
-	char *end;
-	unsigned long long x;
-
-	errno = 0;
-	x = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		x <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		x <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		x <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end || x == 0 || x > (1ull << 40))
-		return -1;
-	*v = x;
-	return 0;
 }
 
 static void write_frame(struct dctx *c, uint64_t ts_ns, const uint8_t *b, uint32_t len)
@@ -190,34 +156,27 @@ static int defrag_main(int argc, char **argv)
 	int o, dlt, rc = RXP_EXIT_USAGE, r;
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'p':
-			if (rxp_defrag_policy_parse(optarg, &cfg.policy)) {
-				fprintf(stderr, "rxpath defrag: unknown policy '%s'\n", optarg);
-				return RXP_EXIT_USAGE;
-			}
+			if (rxp_defrag_policy_parse(optarg, &cfg.policy))
+				return rxp_usage_error("defrag", "unknown --policy '%s'", optarg);
 			break;
 		case 'f':
 			cfg.forward = true;
 			break;
 		case 'm':
-			if (parse_bytes(optarg, &cfg.mem_limit)) {
-				fprintf(stderr, "rxpath defrag: bad --mem-limit '%s'\n", optarg);
+			if (rxp_opt_u64("defrag", "--mem-limit", optarg, RXP_NUM_BYTES, 64 << 10,
+					1ull << 40, &cfg.mem_limit))
 				return RXP_EXIT_USAGE;
-			}
 			break;
-		case 't': {
-			char *end;
-			double s = strtod(optarg, &end);
-
-			if (end == optarg || *end || !(s > 0) || s > 1e6) {
-				fprintf(stderr, "rxpath defrag: bad --timeout '%s'\n", optarg);
+		case 't':
+			if (rxp_opt_duration("defrag", "--timeout", optarg, 1000000ull,
+					     1000000ull * 1000000000ull, &cfg.timeout_v4_ns))
 				return RXP_EXIT_USAGE;
-			}
-			cfg.timeout_v4_ns = cfg.timeout_v6_ns = (uint64_t)llround(s * 1e9);
+			cfg.timeout_v6_ns = cfg.timeout_v4_ns;
 			break;
-		}
 		case 'k':
 			keep = true;
 			break;
@@ -228,15 +187,13 @@ static int defrag_main(int argc, char **argv)
 			usage(stdout);
 			return RXP_EXIT_OK;
 		default:
-			usage(stderr);
-			return RXP_EXIT_USAGE;
+			return rxp_opt_getopt_error("defrag", o, argc, argv);
 		}
 	}
-	if (argc - optind != 2) {
-		fprintf(stderr, "rxpath defrag: need IN and OUT\n");
-		usage(stderr);
-		return RXP_EXIT_USAGE;
-	}
+	if (argc - optind != 2)
+		return rxp_usage_error("defrag", "%s (see rxpath defrag --help)",
+				       argc - optind < 2 ? "needs IN and OUT"
+							 : "takes only IN and OUT");
 	in = pcap_open_offline_with_tstamp_precision(argv[optind], PCAP_TSTAMP_PRECISION_NANO,
 						     errbuf);
 	if (!in) {
