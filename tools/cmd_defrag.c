@@ -83,7 +83,7 @@ struct dctx {
 	bool out_pcapng; /* kept for the summary once out is closed */
 	uint64_t out_skipped;
 	int werr; /* errno of the first write that failed */
-	uint64_t recs, passed, reasm, kept, filtered;
+	uint64_t recs, passed, reasm, kept, filtered, snap_cut;
 };
 
 /* Settings as given (UNSET: the profile decides). */
@@ -135,6 +135,8 @@ static void usage(FILE *f)
 		"  --forward            keep fragment boundaries (forwarding mode)\n"
 		"  -f, --filter EXPR    reassemble only fragments matching the BPF expression\n"
 		"                       (pcap-filter(7), per link type); the rest passes as is\n"
+		"  Frames cut short by the capture's snaplen cannot be reassembled: they pass\n"
+		"  unchanged and are counted.\n"
 		"  --keep-incomplete    also write the fragments of datagrams that never "
 		"complete,\n"
 		"                       when they are given up (timeout, overlap, eviction, end "
@@ -324,6 +326,12 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 		c->filtered += r->packet;
 		goto pass;
 	}
+	if (r->caplen < r->len) {
+		/* Cut by the snaplen: a fragment missing bytes cannot be
+		 * reassembled, and the table would drop it (ip_truncated). */
+		c->snap_cut++;
+		goto pass;
+	}
 	now = clock_tick(clk, r->ts_ns);
 	rxp_defrag_expire(t, now);
 	switch (dfr_frame_process(c->frames, t, r->dlt, r->data, r->caplen, now, &fo)) {
@@ -414,7 +422,8 @@ static void summary_json(FILE *f, const struct dctx *c, const struct rxp_defrag_
 		",\"output_format\":\"%s\",\"input_end\":\"%s\",\"records_in\":%" PRIu64
 		",\"packets_in\":%" PRIu64 ",\"passed\":%" PRIu64 ",\"filtered_out\":%" PRIu64
 		",\"reassembled\":%" PRIu64 ",\"kept_fragments\":%" PRIu64
-		",\"not_written\":%" PRIu64 ",\"alloc_fail\":%" PRIu64 ",\"nonip\":%" PRIu64,
+		",\"not_written\":%" PRIu64 ",\"snaplen_cut\":%" PRIu64 ",\"alloc_fail\":%" PRIu64
+		",\"nonip\":%" PRIu64,
 		s->kernel ? "kernel" : "file", rxp_defrag_policy_name(cfg->policy), cfg->mem_limit,
 		cfg->max_queues, cfg->max_dist > 0 ? cfg->max_dist : 0,
 		cfg->timeout_v4_ns == NO_TIMEOUT_NS ? 0 : cfg->timeout_v4_ns,
@@ -426,7 +435,7 @@ static void summary_json(FILE *f, const struct dctx *c, const struct rxp_defrag_
 		: end == DIO_CUT ? "cut"
 				 : "corrupt",
 		c->recs, c->recs, c->passed, c->filtered, c->reasm, c->kept, c->out_skipped,
-		fst->alloc_fail, fst->nonip);
+		c->snap_cut, fst->alloc_fail, fst->nonip);
 	fprintf(f,
 		",\"ReasmReqds\":%" PRIu64 ",\"ReasmOKs\":%" PRIu64 ",\"ReasmFails\":%" PRIu64
 		",\"ReasmTimeout\":%" PRIu64 ",\"ReasmOverlaps\":%" PRIu64 ",\"evictions\":%" PRIu64
@@ -474,6 +483,10 @@ static void summary_text(const struct dctx *c, const struct rxp_defrag_counters 
 	if (c->out_skipped)
 		fprintf(stderr, "  %" PRIu64 " records OUT's format cannot hold were left out\n",
 			c->out_skipped);
+	if (c->snap_cut)
+		fprintf(stderr,
+			"  %" PRIu64 " frames cut short by the snaplen passed unreassembled\n",
+			c->snap_cut);
 	(void)fst;
 }
 

@@ -265,6 +265,16 @@ static int snap_raise(int snap)
 	return snap > 0 && snap < SNAP_MIN ? SNAP_MIN : snap;
 }
 
+/* wtap_dump_params_cleanup leaves idb_inf (from wtap_file_get_idb_info) to
+ * the caller: its struct is ours to free, its array the reader's. */
+static void params_free(wtap_dump_params *p)
+{
+	wtapng_iface_descriptions_t *idb = p->idb_inf;
+
+	wtap_dump_params_cleanup(p);
+	g_free(idb);
+}
+
 static int add_new_idbs(struct dio_out *o, struct dio_in *in)
 {
 	wtap_block_t idb;
@@ -340,7 +350,7 @@ fail:
 		unlink(tmp_path);
 		tmp_live = 0;
 	}
-	wtap_dump_params_cleanup(&o->params);
+	params_free(&o->params);
 	free(o);
 	return NULL;
 }
@@ -423,7 +433,7 @@ int dio_close_out(struct dio_out *o, bool commit, char *err, size_t errlen)
 			unlink(tmp_path);
 		tmp_live = 0;
 	}
-	wtap_dump_params_cleanup(&o->params);
+	params_free(&o->params);
 	free(o);
 	return rc;
 }
