@@ -39,6 +39,7 @@
 #include "cmd.h"
 #include "defrag_frame.h"
 #include "defrag_io.h"
+#include "defrag_policies.h"
 #include "opt.h"
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
@@ -78,18 +79,19 @@ struct dctx {
 	struct dio_out *out;
 	struct rxp_pktpool *pp;
 	struct dfr_frames *frames;
+	struct dpol *pol; /* --policy all */
 	struct filter flt;
 	const char *out_name;
 	bool out_pcapng; /* kept for the summary once out is closed */
 	uint64_t out_skipped;
 	int werr; /* errno of the first write that failed */
-	uint64_t recs, passed, reasm, kept, filtered, snap_cut;
+	uint64_t recs, passed, reasm, kept, filtered, snap_cut, pol_diff;
 };
 
 /* Settings as given (UNSET: the profile decides). */
 #define UNSET UINT64_MAX
 struct settings {
-	bool kernel, keep, json, pcapng;
+	bool kernel, keep, json, pcapng, all;
 	uint64_t mem_limit, max_queues, max_dist, timeout_ns;
 };
 
@@ -131,7 +133,11 @@ static void usage(FILE *f)
 		"  --timeout SECONDS    give a datagram up this long after its first fragment\n"
 		"                       (both families; suffix ms, us allowed); 'none': never\n"
 		"  --policy P           overlap policy: strict (default, as Linux), first, last,\n"
-		"                       bsd, bsd-right, linux, windows, solaris\n"
+		"                       bsd, bsd-right, linux, windows, solaris; or all: OUT\n"
+		"                       as strict, and every datagram also reassembled under\n"
+		"                       each target policy, the ones whose bytes differ\n"
+		"                       reported on stderr (which targets see which payload,\n"
+		"                       SHA-256), --mem-limit shared by the eight tables\n"
 		"  --forward            keep fragment boundaries (forwarding mode)\n"
 		"  -f, --filter EXPR    reassemble only fragments matching the BPF expression\n"
 		"                       (pcap-filter(7), per link type); the rest passes as is\n"
@@ -278,6 +284,10 @@ static void apply_profile(const struct settings *s, struct rxp_defrag_config *cf
 	}
 	if (s->mem_limit != UNSET)
 		cfg->mem_limit = s->mem_limit;
+	if (s->all) /* eight tables share the cap */
+		cfg->mem_limit = cfg->mem_limit / RXP_DEFRAG_POLICY_MAX < (64u << 10)
+					 ? (64u << 10)
+					 : cfg->mem_limit / RXP_DEFRAG_POLICY_MAX;
 	if (s->max_dist != UNSET)
 		cfg->max_dist = s->max_dist ? (int)s->max_dist : -1;
 	if (s->timeout_ns != UNSET)
@@ -336,10 +346,16 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 	rxp_defrag_expire(t, now);
 	switch (dfr_frame_process(c->frames, t, r->dlt, r->data, r->caplen, now, &fo)) {
 	case DFR_PASS:
+		if (c->pol)
+			dpol_frame(c->pol, r, now, NULL, stderr, NULL);
 		goto pass;
 	case DFR_HELD:
+		if (c->pol)
+			dpol_frame(c->pol, r, now, NULL, stderr, NULL);
 		return;
 	case DFR_OUT:
+		if (c->pol)
+			dpol_frame(c->pol, r, now, &fo, stderr, NULL);
 		if (dio_write_frame(c->out, c->in, fo.frame, fo.len, 0))
 			note_werr(c);
 		c->reasm++;
@@ -424,8 +440,8 @@ static void summary_json(FILE *f, const struct dctx *c, const struct rxp_defrag_
 		",\"reassembled\":%" PRIu64 ",\"kept_fragments\":%" PRIu64
 		",\"not_written\":%" PRIu64 ",\"snaplen_cut\":%" PRIu64 ",\"alloc_fail\":%" PRIu64
 		",\"nonip\":%" PRIu64,
-		s->kernel ? "kernel" : "file", rxp_defrag_policy_name(cfg->policy), cfg->mem_limit,
-		cfg->max_queues, cfg->max_dist > 0 ? cfg->max_dist : 0,
+		s->kernel ? "kernel" : "file", s->all ? "all" : rxp_defrag_policy_name(cfg->policy),
+		cfg->mem_limit, cfg->max_queues, cfg->max_dist > 0 ? cfg->max_dist : 0,
 		cfg->timeout_v4_ns == NO_TIMEOUT_NS ? 0 : cfg->timeout_v4_ns,
 		cfg->timeout_v6_ns == NO_TIMEOUT_NS ? 0 : cfg->timeout_v6_ns, dio_in_format(c->in),
 		dio_in_compression(c->in) ? "\"" : "",
@@ -441,10 +457,10 @@ static void summary_json(FILE *f, const struct dctx *c, const struct rxp_defrag_
 		",\"ReasmTimeout\":%" PRIu64 ",\"ReasmOverlaps\":%" PRIu64 ",\"evictions\":%" PRIu64
 		",\"duplicates\":%" PRIu64 ",\"policy_overlaps\":%" PRIu64 ",\"invalid\":%" PRIu64
 		",\"mem_drops\":%" PRIu64 ",\"max_dist_flushes\":%" PRIu64
-		",\"mem_high_water\":%" PRIu64 ",\"drops\":{",
+		",\"mem_high_water\":%" PRIu64 ",\"policy_differences\":%" PRIu64 ",\"drops\":{",
 		k->ReasmReqds, k->ReasmOKs, k->ReasmFails, k->ReasmTimeout, k->ReasmOverlaps,
 		k->evictions, k->duplicates, k->policy_overlaps, k->invalid, k->mem_drops,
-		k->max_dist_flushes, k->mem_high_water);
+		k->max_dist_flushes, k->mem_high_water, c->pol_diff);
 	for (unsigned i = 0; i < RXP_DROP_MAX; i++) {
 		if (!st.drops[i])
 			continue;
@@ -483,6 +499,9 @@ static void summary_text(const struct dctx *c, const struct rxp_defrag_counters 
 	if (c->out_skipped)
 		fprintf(stderr, "  %" PRIu64 " records OUT's format cannot hold were left out\n",
 			c->out_skipped);
+	if (s->all)
+		fprintf(stderr, "  %" PRIu64 " datagrams differ between overlap policies\n",
+			c->pol_diff);
 	if (c->snap_cut)
 		fprintf(stderr,
 			"  %" PRIu64 " frames cut short by the snaplen passed unreassembled\n",
@@ -519,7 +538,9 @@ static int parse_args(int argc, char **argv, struct settings *s, struct rxp_defr
 	while ((o = getopt_long(argc, argv, ":hf:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'p':
-			if (rxp_defrag_policy_parse(optarg, &cfg->policy))
+			s->all = !strcmp(optarg, "all");
+			cfg->policy = RXP_DEFRAG_STRICT;
+			if (!s->all && rxp_defrag_policy_parse(optarg, &cfg->policy))
 				return rxp_usage_error(CMD, "unknown --policy '%s'", optarg);
 			break;
 		case 'F':
@@ -634,7 +655,10 @@ static int defrag_main(int argc, char **argv)
 	{
 		struct rxp_pktpool_config pc = {.name = "defrag"};
 
-		rxp_defrag_pool_config(&cfg, POOL_MARGIN, &pc);
+		struct rxp_defrag_config all = cfg;
+
+		all.mem_limit *= s.all ? RXP_DEFRAG_POLICY_MAX : 1; /* every table's */
+		rxp_defrag_pool_config(&all, POOL_MARGIN, &pc);
 		c.pp = rxp_pktpool_create(&pc);
 	}
 	if (s.keep) {
@@ -643,7 +667,9 @@ static int defrag_main(int argc, char **argv)
 	}
 	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
 	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
-	if (!c.pp || !t || !c.frames) {
+	if (s.all && t && c.frames)
+		c.pol = dpol_create(&cfg, c.pp);
+	if (!c.pp || !t || !c.frames || (s.all && !c.pol)) {
 		fprintf(stderr, "rxpath defrag: cannot set up for --mem-limit %" PRIu64 ": %s\n",
 			cfg.mem_limit, strerror(errno ? errno : ENOMEM));
 		rc = RXP_EXIT_FAIL;
@@ -656,6 +682,9 @@ static int defrag_main(int argc, char **argv)
 	rxp_defrag_get_counters(t, &k);
 	rxp_defrag_table_destroy(t);
 	t = NULL;
+	c.pol_diff = c.pol ? dpol_differences(c.pol) : 0;
+	dpol_destroy(c.pol);
+	c.pol = NULL;
 	dfr_frames_get_stats(c.frames, &fst);
 	rc = RXP_EXIT_OK;
 	if (c.werr) {
@@ -687,6 +716,7 @@ static int defrag_main(int argc, char **argv)
 		summary_text(&c, &k, &cfg, &s, &fst);
 out:
 	rxp_defrag_table_destroy(t);
+	dpol_destroy(c.pol);
 	dfr_frames_destroy(c.frames);
 	if (c.out)
 		dio_close_out(c.out, false, err, sizeof(err));

@@ -155,6 +155,19 @@ n2=$(tshark -r o_f.pcap -o ip.defragment:FALSE -Y "ip.src==10.8.0.2" 2>/dev/null
 D -f "not a filter((" flight.pcap o.pcap 2>err
 [ $? -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && ok "bad --filter: one line, exit 2" || bad "bad --filter"
 
+# --policy all: OUT as strict; the datagrams the policies see differently are
+# named, with which targets see which bytes; the one without overlap is not
+D --policy all --json overlap.pcap o_all.pcap >j 2>err || bad "--policy all: rc $?"
+D overlap.pcap o_strict.pcap 2>/dev/null
+if cmp -s o_all.pcap o_strict.pcap && [ "$(jget j policy_differences)" -eq 3 ] &&
+	[ "$(jget j policy)" = all ] && [ "$(grep -c 'policies differ' err)" -eq 3 ] &&
+	grep -q "id 2 proto 17, 92 bytes: first,bsd,bsd-right,linux,windows,solaris see [0-9a-f]* (92 bytes); last see [0-9a-f]* (92 bytes); strict delivers nothing" err &&
+	grep -q "2001:db8::5 > 2001:db8::99 .*; last see" err &&
+	grep -q "id 4 proto 17, 92 bytes: first,last,bsd,bsd-right,linux,windows,solaris see [0-9a-f]* (92 bytes); strict delivers nothing" err &&
+	! grep -q "id 1 " err; then
+	ok "--policy all: 3 datagrams differ (last vs the rest, strict drops overlaps), OUT as strict"
+else bad "--policy all"; cat err; fi
+
 # a limit that loses datagrams says how many and which option keeps them
 D --max-queues 10 --json flight.pcap o.pcap >j 2>err
 grep -q -- "--max-queues 10): a larger --mem-limit or --max-queues keeps them" err &&

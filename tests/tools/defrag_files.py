@@ -13,6 +13,9 @@ the tshark side of the comparison.
       skew_back.pcap the same 1000 s behind, and one incomplete datagram whose
                     queue a later 31 s gap must still expire
       twosrc.pcap   datagrams from two sources (for --filter)
+      overlap.pcap  for --policy all: datagram 1 without overlap, 2 with a
+                    fragment overlapping the first with other bytes (IPv4),
+                    3 the same over IPv6, 4 an overlap with the same bytes
   defrag_files.py payloads FILE [defrag]
       prints the sorted SHA-256 of every complete UDP payload tshark sees in
       FILE, one per line: with "defrag", with tshark's own reassembly (what
@@ -103,6 +106,37 @@ def gen(d):
     two = flight(30, 10, src="10.8.0.1", seed=2) + flight(30, 10, src="10.8.0.2", seed=3,
                                                            t0=2000.0)
     write(f"{d}/twosrc.pcap", two)
+    write(f"{d}/overlap.pcap", overlaps())
+
+
+def overlaps():
+    from scapy.all import IPv6ExtHdrFragment
+    out, t = [], 3000.0
+    udp = UDP(sport=7, dport=7, len=8 + 64, chksum=0)
+    body = bytes(udp) + b"A" * 64
+    alt = b"B" * 64
+
+    def v4(ident, frags):
+        return [IP(src="10.8.0.5", dst="10.8.0.99", id=ident, proto=17, flags="MF" if mf else 0,
+                   frag=off // 8) / Raw(data) for off, data, mf in frags]
+
+    def v6(ident, frags):
+        return [IPv6(src="2001:db8::5", dst="2001:db8::99") /
+                IPv6ExtHdrFragment(id=ident, nh=17, m=1 if mf else 0, offset=off // 8) / Raw(data)
+                for off, data, mf in frags]
+    # 1: 0-40, 40-72 (no overlap)
+    pk = v4(1, [(0, body[:40], True), (40, body[40:], False)])
+    # 2: 0-40, then 24-56 with other bytes, then 56-72
+    pk += v4(2, [(0, body[:40], True), (24, alt[:32], True), (56, body[56:], False)])
+    pk += v6(3, [(0, body[:40], True), (24, alt[:32], True), (56, body[56:], False)])
+    # 4: 0-40, then 24-56 with the same bytes, then 56-72
+    pk += v4(4, [(0, body[:40], True), (24, body[24:56], True), (56, body[56:], False)])
+    for p in pk:
+        e = Ether(src="02:00:00:00:00:05", dst="02:00:00:00:00:02") / p
+        e.time = t
+        t += 0.001
+        out.append(e)
+    return out
 
 
 def payloads(path, defrag):
