@@ -194,6 +194,15 @@ int rxp_defrag_policy_parse(const char *name, enum rxp_defrag_policy *p);
 
 /* ---- sizing (src/net/defrag_sizing.c) ---------------------------------- */
 
+/* A program that feeds rxp_defrag() itself (examples/defrag_pcap.c), rather
+ * than through rxpath's workers, owns two duties: it runs the timers, by
+ * calling rxp_defrag_expire(t, now) with its clock (every packet, or every
+ * few milliseconds), since the table has no thread of its own; and it hands
+ * over packets whose data is at the IP header, link, VLAN and tunnel
+ * headers stripped (rxp_pkt_pull) and frames cut short by a snaplen left
+ * out (their fragments cannot complete). Its pool must hold what the cap
+ * allows: */
+
 #define RXP_DEFRAG_MEM_DEFAULT (4u << 20) /* mem_limit 0 */
 #define RXP_DEFRAG_QUEUES_MAX (1u << 24) /* the largest max_queues */
 
