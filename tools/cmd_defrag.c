@@ -636,7 +636,9 @@ static int defrag_main(int argc, char **argv)
 	inpath = argv[optind];
 	c.out_name = argv[optind + 1];
 	apply_profile(&s, &cfg);
-	clk.median = !s.kernel;
+	/* The median only matters to timers (none by default in the file
+	 * profile): without them the clock is the latest timestamp. */
+	clk.median = !s.kernel && cfg.timeout_v4_ns != NO_TIMEOUT_NS;
 	if (!strcmp(c.out_name, "-") && isatty(STDOUT_FILENO))
 		return rxp_usage_error(CMD, "refusing to write a capture to a terminal");
 	if (dio_check_paths(inpath, c.out_name, err, sizeof(err)))
