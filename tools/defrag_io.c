@@ -103,7 +103,14 @@ struct dio_in *dio_open_in(const char *path, char *err, size_t errlen)
 	int e = 0;
 	gchar *info = NULL;
 
+	struct stat st;
+
 	wiretap_init_once();
+	/* wiretap takes an empty file for an ERF capture with no records */
+	if (strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode) && !st.st_size) {
+		snprintf(err, errlen, "empty file, not a capture");
+		return NULL;
+	}
 	in = calloc(1, sizeof(*in));
 	if (!in) {
 		snprintf(err, errlen, "%s", strerror(errno));
@@ -220,6 +227,8 @@ int dio_read(struct dio_in *in, struct dio_rec *r)
 		r->packet = true;
 		r->caplen = ph->caplen;
 		r->len = ph->len;
+		if (in->rec.presence_flags & WTAP_HAS_INTERFACE_ID)
+			r->iface = ph->interface_id;
 		if (ph->pkt_encap >= 0 && ph->pkt_encap < ENCAP_MAX)
 			r->dlt = encap_dlt[ph->pkt_encap];
 	}
@@ -566,6 +575,31 @@ int dio_write_frame(struct dio_out *out, struct dio_in *in, const uint8_t *data,
 	r.block_was_modified = FALSE;
 	r.rec_header.packet_header.caplen = len;
 	r.rec_header.packet_header.len = len;
+	if (ts_ns) {
+		r.ts.secs = (time_t)(ts_ns / 1000000000ull);
+		r.ts.nsecs = (int)(ts_ns % 1000000000ull);
+	}
+	return dump(out, &r, data);
+}
+
+int dio_write_frame_on(struct dio_out *out, struct dio_in *in, uint32_t iface, int dlt,
+		       const uint8_t *data, uint32_t len, uint64_t ts_ns)
+{
+	wtap_rec r = in->rec;
+
+	if (add_new_idbs(out, in))
+		return -1;
+	r.rec_type = REC_TYPE_PACKET;
+	r.block = NULL;
+	r.block_was_modified = FALSE;
+	r.rec_header.packet_header.caplen = len;
+	r.rec_header.packet_header.len = len;
+	if (out->pcapng) {
+		r.presence_flags |= WTAP_HAS_INTERFACE_ID;
+		r.rec_header.packet_header.interface_id = iface;
+		if (dlt >= 0)
+			r.rec_header.packet_header.pkt_encap = wtap_pcap_encap_to_wtap_encap(dlt);
+	}
 	if (ts_ns) {
 		r.ts.secs = (time_t)(ts_ns / 1000000000ull);
 		r.ts.nsecs = (int)(ts_ns % 1000000000ull);

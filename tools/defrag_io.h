@@ -31,6 +31,7 @@ struct dio_rec {
 	bool packet; /* a packet (else another record type, written as it is) */
 	uint64_t ts_ns; /* its timestamp */
 	uint64_t number; /* 1 for the first record, as tshark's frame.number */
+	uint32_t iface; /* its interface (pcapng), 0 otherwise */
 };
 
 /* How a read ended. */
@@ -70,6 +71,11 @@ int dio_write_same(struct dio_out *out, struct dio_in *in);
  * link type and timestamp (ts_ns when not 0), these bytes. 0 or -1. */
 int dio_write_frame(struct dio_out *out, struct dio_in *in, const uint8_t *data, uint32_t len,
 		    uint64_t ts_ns);
+/* The same for a frame of another interface than the record last read (a
+ * fragment given up on later, written with --keep-incomplete): interface
+ * iface, link type dlt (DLT_), timestamp ts_ns. */
+int dio_write_frame_on(struct dio_out *out, struct dio_in *in, uint32_t iface, int dlt,
+		       const uint8_t *data, uint32_t len, uint64_t ts_ns);
 /* Records written that OUT's format cannot hold (other record types to
  * pcap), skipped. */
 uint64_t dio_out_skipped(const struct dio_out *out);

@@ -63,6 +63,12 @@ for out in same.pcap link.pcap hard.pcap "./same.pcap"; do
 done
 ls -a | grep -q rxpath- && bad "a temporary file was left behind"
 
+# an empty IN is not a capture (wiretap would take it for ERF): exit 2, no OUT
+: >empty.pcap
+D empty.pcap o_empty.pcap 2>err
+[ $? -eq 2 ] && [ ! -e o_empty.pcap ] && [ "$(wc -l <err)" -eq 1 ] && ok "empty IN refused" ||
+	{ bad "empty IN"; cat err; }
+
 # cut off mid-record: what was read is written, a warning, exit 1
 size=$(stat -c %s flight.pcap)
 head -c $((size / 2 + 77)) flight.pcap >cut.pcap
