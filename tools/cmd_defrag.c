@@ -40,6 +40,7 @@
 #include "defrag_frame.h"
 #include "defrag_io.h"
 #include "defrag_policies.h"
+#include "defrag_report.h"
 #include "opt.h"
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
@@ -49,13 +50,6 @@
 #define CLOCK_WIN 7
 #define MAX_FILTERS 16 /* link types a filter is compiled for */
 #define POOL_MARGIN 4096 /* packets beyond what the table can hold */
-/* The file profile's queue cap. It should be what memory allows
- * (rxp_defrag_queues_for_mem: 2.4M for 6 GiB), but today's table makes and
- * zeroes all max_queues queues (448 bytes each) when it is created: 1.1 GB
- * RSS and 0.8 s before the first packet for 2.4M. 32K queues cost 15 MB
- * and hold 3x the busiest capture in issue 21; --max-queues raises it, and
- * once the table grows with the queues in use this goes. */
-#define FILE_QUEUES (1u << 15)
 
 struct bulk_clock {
 	bool median; /* else the latest timestamp */
@@ -80,18 +74,21 @@ struct dctx {
 	struct rxp_pktpool *pp;
 	struct dfr_frames *frames;
 	struct dpol *pol; /* --policy all */
+	struct drep *rep; /* the table's events: --report, the summary table */
+	FILE *report; /* --report FILE, or NULL */
 	struct filter flt;
 	const char *out_name;
 	bool out_pcapng; /* kept for the summary once out is closed */
 	uint64_t out_skipped;
 	int werr; /* errno of the first write that failed */
-	uint64_t recs, passed, reasm, kept, filtered, snap_cut, pol_diff;
+	uint64_t recs, passed, reasm, kept, filtered, pol_diff;
 };
 
 /* Settings as given (UNSET: the profile decides). */
 #define UNSET UINT64_MAX
 struct settings {
 	bool kernel, keep, json, pcapng, all;
+	const char *report;
 	uint64_t mem_limit, max_queues, max_dist, timeout_ns;
 };
 
@@ -110,11 +107,19 @@ static void usage(FILE *f)
 		"file beside it and renamed when done, so it is complete or untouched; OUT\n"
 		"naming the same file as IN is refused.\n"
 		"\n"
+		"Link types: Ethernet (802.1Q/QinQ, MPLS, PPPoE), LINUX_SLL, LINUX_SLL2, NULL,\n"
+		"LOOP, PPP, C_HDLC, RAW, IPV4, IPV6, NFLOG, IEEE 802.11 and radiotap; others\n"
+		"pass through whole (one warning). Tunnels: IP in IP, GRE (ERSPAN I/II/III,\n"
+		"PPP), VXLAN (udp 4789), GENEVE (6081), GTP-U (2152); outer fragments are\n"
+		"reassembled first, each tunnel (endpoints, key/VNI/TEID) and VLAN apart,\n"
+		"and the completing fragment's outer headers kept, lengths and checksums\n"
+		"fixed (a datagram they cannot hold goes out behind the link header alone).\n"
+		"\n"
 		"Profiles:\n"
 		"  (default)            for files: keep everything in the capture. No max_dist,\n"
 		"                       memory cap a quarter of RAM (cgroup limit included),\n"
-		"                       32768 datagrams in reassembly at once, and no timeout:\n"
-		"                       memory is the only other bound (stale queues are\n"
+		"                       a queue cap that never binds before memory does, and\n"
+		"                       no timeout: memory is the only bound (stale queues are\n"
 		"                       evicted first), so clock skew cannot lose datagrams\n"
 		"  --kernel             what this Linux host would have delivered: 4m memory,\n"
 		"                       max_dist 64, timeouts 30 s (IPv4) / 60 s (IPv6), every\n"
@@ -141,8 +146,8 @@ static void usage(FILE *f)
 		"  --forward            keep fragment boundaries (forwarding mode)\n"
 		"  -f, --filter EXPR    reassemble only fragments matching the BPF expression\n"
 		"                       (pcap-filter(7), per link type); the rest passes as is\n"
-		"  Frames cut short by the capture's snaplen cannot be reassembled: they pass\n"
-		"  unchanged and are counted.\n"
+		"  IP fragments cut short by the capture's snaplen cannot be reassembled: they\n"
+		"  pass unchanged and are counted (frames: truncated).\n"
 		"  --keep-incomplete    also write the fragments of datagrams that never "
 		"complete,\n"
 		"                       when they are given up (timeout, overlap, eviction, end "
@@ -150,8 +155,14 @@ static void usage(FILE *f)
 		"                       input), with their own timestamps: OUT is then not in\n"
 		"                       time order (reordercap sorts it)\n"
 		"  --pcapng             write pcapng whatever OUT's name\n"
+		"  --report FILE        one JSON object per line for every datagram event:\n"
+		"                       reassembled (its fragments' frame numbers, first and\n"
+		"                       last time), given_up (and why), overlap\n"
+		"                       (fragment_overlap or fragment_inconsistency), refused,\n"
+		"                       tiny_fragment (non-final, under 64 bytes), df_fragment,\n"
+		"                       policy_difference (--policy all); '-' for stdout\n"
 		"  --json               the summary as one JSON object on stdout (on stderr when\n"
-		"                       OUT is '-')\n"
+		"                       OUT or --report is '-')\n"
 		"  -h, --help           this text\n"
 		"\n"
 		"Whenever datagrams are lost to a limit, stderr says how many and which option\n"
@@ -294,15 +305,23 @@ static void apply_profile(const struct settings *s, struct rxp_defrag_config *cf
 		cfg->timeout_v4_ns = cfg->timeout_v6_ns = s->timeout_ns;
 	if (s->max_queues != UNSET)
 		cfg->max_queues = (uint32_t)s->max_queues;
-	else if (!s->kernel)
-		cfg->max_queues = rxp_defrag_queues_for_mem(cfg->mem_limit) < FILE_QUEUES
-					  ? rxp_defrag_queues_for_mem(cfg->mem_limit)
-					  : FILE_QUEUES;
+	else if (!s->kernel) /* the table's memory grows with the queues in use */
+		cfg->max_queues = rxp_defrag_queues_for_mem(cfg->mem_limit);
 	else
 		cfg->max_queues = 8192;
 }
 
 /* ---- output --------------------------------------------------------------- */
+
+/* The report names IPv6 sources as they were on the wire (the frame layer
+ * keys tunnelled IPv6 with a stand-in source). */
+static void real_src(void *arg, uint8_t *addr)
+{
+	const struct dctx *c = arg;
+
+	if (c->frames)
+		dfr_frame_real_src(c->frames, addr);
+}
 
 static void note_werr(struct dctx *c)
 {
@@ -319,7 +338,7 @@ static void on_discard(void *arg, const struct rxp_pkt *pkt)
 
 	if (c->werr || dfr_frame_discarded(c->frames, pkt, &o))
 		return;
-	if (dio_write_frame(c->out, c->in, o.frame, o.len, pkt->tstamp_ns))
+	if (dio_write_frame_on(c->out, c->in, o.iface, o.dlt, o.frame, o.len, pkt->tstamp_ns))
 		note_werr(c);
 	else
 		c->kept++;
@@ -328,34 +347,34 @@ static void on_discard(void *arg, const struct rxp_pkt *pkt)
 static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_clock *clk,
 		    const struct dio_rec *r)
 {
+	struct dfr_frame fr = {.dlt = r->dlt,
+			       .iface = r->iface,
+			       .data = r->data,
+			       .caplen = r->caplen,
+			       .ts_ns = r->ts_ns};
 	struct dfr_out fo;
 	uint64_t now;
 
 	c->recs++;
+	drep_frame(c->rep, r->number, r->ts_ns);
 	if (!r->packet || !filter_match(&c->flt, r)) {
 		c->filtered += r->packet;
 		goto pass;
 	}
-	if (r->caplen < r->len) {
-		/* Cut by the snaplen: a fragment missing bytes cannot be
-		 * reassembled, and the table would drop it (ip_truncated). */
-		c->snap_cut++;
-		goto pass;
-	}
 	now = clock_tick(clk, r->ts_ns);
 	rxp_defrag_expire(t, now);
-	switch (dfr_frame_process(c->frames, t, r->dlt, r->data, r->caplen, now, &fo)) {
+	switch (dfr_frame_process(c->frames, t, &fr, now, &fo)) {
 	case DFR_PASS:
 		if (c->pol)
-			dpol_frame(c->pol, r, now, NULL, stderr, NULL);
+			dpol_frame(c->pol, r, &fr, now, NULL, stderr, c->report);
 		goto pass;
 	case DFR_HELD:
 		if (c->pol)
-			dpol_frame(c->pol, r, now, NULL, stderr, NULL);
+			dpol_frame(c->pol, r, &fr, now, NULL, stderr, c->report);
 		return;
 	case DFR_OUT:
 		if (c->pol)
-			dpol_frame(c->pol, r, now, &fo, stderr, NULL);
+			dpol_frame(c->pol, r, &fr, now, &fo, stderr, c->report);
 		if (dio_write_frame(c->out, c->in, fo.frame, fo.len, 0))
 			note_werr(c);
 		c->reasm++;
@@ -389,32 +408,37 @@ static void fmt_bytes(char *b, size_t n, uint64_t v)
 	snprintf(b, n, "%" PRIu64, v);
 }
 
-/* What was lost to a limit, and the option that keeps it. */
-static void loss_hints(const struct rxp_defrag_counters *k, const struct rxp_defrag_config *cfg,
+/* What was lost to a limit, and the option that keeps it: datagrams given
+ * up, by reason, from the table's events. */
+static void loss_hints(const struct drep *rep, const struct rxp_defrag_config *cfg,
 		       const struct dfr_frame_stats *fst)
 {
+	struct drep_losses l;
 	char mem[32];
+	uint64_t cap;
 
+	drep_losses(rep, &l);
+	cap = l.evicted + l.memory + l.queue_limit;
 	fmt_bytes(mem, sizeof(mem), cfg->mem_limit);
-	if (k->evictions || k->mem_drops)
+	if (cap || l.refused_memory)
 		fprintf(stderr,
 			"rxpath defrag: lost to the memory or queue cap: %" PRIu64
-			" datagrams evicted, %" PRIu64
+			" datagrams given up (%" PRIu64 " evicted), %" PRIu64
 			" fragments refused (--mem-limit %s, --max-queues %" PRIu32
 			"): a larger --mem-limit or --max-queues keeps them\n",
-			k->evictions, k->mem_drops, mem, cfg->max_queues);
-	if (k->ReasmTimeout)
+			cap, l.evicted, l.refused_memory, mem, cfg->max_queues);
+	if (l.timeout)
 		fprintf(stderr,
 			"rxpath defrag: lost to the timeout: %" PRIu64
 			" datagrams expired (%.3g s IPv4, %.3g s IPv6): --timeout none keeps "
 			"them\n",
-			k->ReasmTimeout, (double)cfg->timeout_v4_ns / 1e9,
+			l.timeout, (double)cfg->timeout_v4_ns / 1e9,
 			(double)cfg->timeout_v6_ns / 1e9);
-	if (k->max_dist_flushes)
+	if (l.max_dist)
 		fprintf(stderr,
 			"rxpath defrag: lost to max_dist: %" PRIu64
 			" datagrams flushed (--max-dist %d): --max-dist 0 keeps them\n",
-			k->max_dist_flushes, cfg->max_dist);
+			l.max_dist, cfg->max_dist);
 	if (fst->alloc_fail)
 		fprintf(stderr,
 			"rxpath defrag: %" PRIu64
@@ -438,8 +462,7 @@ static void summary_json(FILE *f, const struct dctx *c, const struct rxp_defrag_
 		",\"output_format\":\"%s\",\"input_end\":\"%s\",\"records_in\":%" PRIu64
 		",\"packets_in\":%" PRIu64 ",\"passed\":%" PRIu64 ",\"filtered_out\":%" PRIu64
 		",\"reassembled\":%" PRIu64 ",\"kept_fragments\":%" PRIu64
-		",\"not_written\":%" PRIu64 ",\"snaplen_cut\":%" PRIu64 ",\"alloc_fail\":%" PRIu64
-		",\"nonip\":%" PRIu64,
+		",\"not_written\":%" PRIu64 ",\"alloc_fail\":%" PRIu64 ",\"nonip\":%" PRIu64,
 		s->kernel ? "kernel" : "file", s->all ? "all" : rxp_defrag_policy_name(cfg->policy),
 		cfg->mem_limit, cfg->max_queues, cfg->max_dist > 0 ? cfg->max_dist : 0,
 		cfg->timeout_v4_ns == NO_TIMEOUT_NS ? 0 : cfg->timeout_v4_ns,
@@ -451,16 +474,20 @@ static void summary_json(FILE *f, const struct dctx *c, const struct rxp_defrag_
 		: end == DIO_CUT ? "cut"
 				 : "corrupt",
 		c->recs, c->recs, c->passed, c->filtered, c->reasm, c->kept, c->out_skipped,
-		c->snap_cut, fst->alloc_fail, fst->nonip);
+		fst->alloc_fail, fst->nonip);
 	fprintf(f,
 		",\"ReasmReqds\":%" PRIu64 ",\"ReasmOKs\":%" PRIu64 ",\"ReasmFails\":%" PRIu64
 		",\"ReasmTimeout\":%" PRIu64 ",\"ReasmOverlaps\":%" PRIu64 ",\"evictions\":%" PRIu64
 		",\"duplicates\":%" PRIu64 ",\"policy_overlaps\":%" PRIu64 ",\"invalid\":%" PRIu64
 		",\"mem_drops\":%" PRIu64 ",\"max_dist_flushes\":%" PRIu64
-		",\"mem_high_water\":%" PRIu64 ",\"policy_differences\":%" PRIu64 ",\"drops\":{",
+		",\"mem_high_water\":%" PRIu64 ",\"policy_differences\":%" PRIu64,
 		k->ReasmReqds, k->ReasmOKs, k->ReasmFails, k->ReasmTimeout, k->ReasmOverlaps,
 		k->evictions, k->duplicates, k->policy_overlaps, k->invalid, k->mem_drops,
 		k->max_dist_flushes, k->mem_high_water, c->pol_diff);
+	drep_json(c->rep, f);
+	fputs(",\"frames\":", f);
+	dfr_frames_json(c->frames, f);
+	fputs(",\"drops\":{", f);
 	for (unsigned i = 0; i < RXP_DROP_MAX; i++) {
 		if (!st.drops[i])
 			continue;
@@ -502,10 +529,9 @@ static void summary_text(const struct dctx *c, const struct rxp_defrag_counters 
 	if (s->all)
 		fprintf(stderr, "  %" PRIu64 " datagrams differ between overlap policies\n",
 			c->pol_diff);
-	if (c->snap_cut)
-		fprintf(stderr,
-			"  %" PRIu64 " frames cut short by the snaplen passed unreassembled\n",
-			c->snap_cut);
+	dfr_frames_summary(c->frames, stderr);
+	drep_table(c->rep, stderr);
+
 	(void)fst;
 }
 
@@ -515,7 +541,7 @@ static void summary_text(const struct dctx *c, const struct rxp_defrag_counters 
 static int parse_args(int argc, char **argv, struct settings *s, struct rxp_defrag_config *cfg,
 		      struct filter *flt)
 {
-	enum { O_KERNEL = 256, O_MAXQ, O_MAXD, O_PCAPNG };
+	enum { O_KERNEL = 256, O_MAXQ, O_MAXD, O_PCAPNG, O_REPORT };
 	static const struct option opts[] = {
 		{"policy", required_argument, NULL, 'p'},
 		{"forward", no_argument, NULL, 'F'},
@@ -528,6 +554,7 @@ static int parse_args(int argc, char **argv, struct settings *s, struct rxp_defr
 		{"keep-incomplete", no_argument, NULL, 'k'},
 		{"pcapng", no_argument, NULL, O_PCAPNG},
 		{"json", no_argument, NULL, 'j'},
+		{"report", required_argument, NULL, O_REPORT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -582,6 +609,9 @@ static int parse_args(int argc, char **argv, struct settings *s, struct rxp_defr
 			break;
 		case 'j':
 			s->json = true;
+			break;
+		case O_REPORT:
+			s->report = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -654,9 +684,25 @@ static int defrag_main(int argc, char **argv)
 		rxp_usage_error(CMD, "%s", err);
 		goto out;
 	}
+	if (s.report) {
+		if (!strcmp(s.report, "-")
+			    ? !strcmp(c.out_name, "-")
+			    : !strcmp(s.report, c.out_name) ||
+				      dio_check_paths(inpath, s.report, err, sizeof(err))) {
+			rxp_usage_error(CMD, "--report %s would overwrite IN or OUT", s.report);
+			goto out;
+		}
+		c.report = strcmp(s.report, "-") ? fopen(s.report, "w") : stdout;
+		if (!c.report) {
+			rxp_usage_error(CMD, "cannot write %s: %s", s.report, strerror(errno));
+			goto out;
+		}
+	}
+	c.rep = drep_create(c.report, real_src, &c);
+	cfg.event_cb = drep_event;
+	cfg.event_arg = c.rep;
 	{
 		struct rxp_pktpool_config pc = {.name = "defrag"};
-
 		struct rxp_defrag_config all = cfg;
 
 		all.mem_limit *= s.all ? RXP_DEFRAG_POLICY_MAX : 1; /* every table's */
@@ -671,12 +717,13 @@ static int defrag_main(int argc, char **argv)
 	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
 	if (s.all && t && c.frames)
 		c.pol = dpol_create(&cfg, c.pp);
-	if (!c.pp || !t || !c.frames || (s.all && !c.pol)) {
+	if (!c.rep || !c.pp || !t || !c.frames || (s.all && !c.pol)) {
 		fprintf(stderr, "rxpath defrag: cannot set up for --mem-limit %" PRIu64 ": %s\n",
 			cfg.mem_limit, strerror(errno ? errno : ENOMEM));
 		rc = RXP_EXIT_FAIL;
 		goto out;
 	}
+	rc = RXP_EXIT_OK;
 	while (!c.werr && dio_read(c.in, &r) == 1)
 		process(&c, t, &clk, &r);
 	end = dio_in_end(c.in, &why);
@@ -687,8 +734,15 @@ static int defrag_main(int argc, char **argv)
 	c.pol_diff = c.pol ? dpol_differences(c.pol) : 0;
 	dpol_destroy(c.pol);
 	c.pol = NULL;
+	if (c.report && ((c.report != stdout && fclose(c.report)) ||
+			 (c.report == stdout && fflush(stdout)) || drep_error(c.rep))) {
+		fprintf(stderr, "rxpath defrag: cannot write %s: %s\n", s.report,
+			strerror(drep_error(c.rep) ? drep_error(c.rep) : errno));
+		rc = RXP_EXIT_FAIL;
+	}
+	if (c.report != stdout)
+		c.report = NULL;
 	dfr_frames_get_stats(c.frames, &fst);
-	rc = RXP_EXIT_OK;
 	if (c.werr) {
 		fprintf(stderr, "rxpath defrag: cannot write %s: %s (nothing written)\n",
 			strcmp(c.out_name, "-") ? c.out_name : "stdout", strerror(c.werr));
@@ -710,10 +764,13 @@ static int defrag_main(int argc, char **argv)
 			end == DIO_CUT ? "cut off" : "unreadable", c.recs, why);
 		rc = RXP_EXIT_FAIL;
 	}
-	loss_hints(&k, &cfg, &fst);
+	loss_hints(c.rep, &cfg, &fst);
+	dfr_frames_warnings(c.frames, stderr);
 	if (s.json)
-		summary_json(strcmp(c.out_name, "-") ? stdout : stderr, &c, &k, &cfg, &s, &fst,
-			     end);
+		summary_json(strcmp(c.out_name, "-") && !(s.report && !strcmp(s.report, "-"))
+				     ? stdout
+				     : stderr,
+			     &c, &k, &cfg, &s, &fst, end);
 	else
 		summary_text(&c, &k, &cfg, &s, &fst);
 out:
@@ -724,6 +781,9 @@ out:
 		dio_close_out(c.out, false, err, sizeof(err));
 	dio_close_in(c.in);
 	filter_free(&c.flt);
+	if (c.report && c.report != stdout)
+		fclose(c.report);
+	drep_destroy(c.rep);
 	if (c.pp && rxp_pktpool_destroy(c.pp)) {
 		fprintf(stderr, "rxpath defrag: packet leak\n");
 		rc = RXP_EXIT_FAIL;

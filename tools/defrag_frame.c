@@ -1,42 +1,53 @@
 /*
  * The frame layer of `rxpath defrag` (see defrag_frame.h): finds the IP
- * packet in a captured frame, hands it to the reassembly table in its zone,
- * and builds the output frame for a datagram it completes.
+ * packet in a captured frame (rxp_decap_link), hands it to the reassembly
+ * table in its zone, enters the tunnel that what comes back carries
+ * (rxp_decap_tunnel) and hands the inner packet to the table in the
+ * tunnel's zone, and so on; then builds the output frame for the datagram
+ * the frame completed, its outer headers fixed (rxp_decap_fixup).
  *
- * A frame becomes one packet from the pool holding the whole frame, its
- * data pulled to the IP header: the link header stays in the headroom in
- * front of it, so the table's discard hook (which sees only the packet) can
- * still write the frame a fragment came in. Outer headers are copied out
- * before the table consumes the packet, because the datagram it returns is
- * not necessarily this packet. Owns two frame buffers and nothing else.
+ * Invariants:
+ *   - A packet given to the table holds the frame's headers in its
+ *     headroom, in front of its IP header, and ends where that IP packet
+ *     ends (bytes after it, an FCS or padding, are cut and the headers
+ *     fixed to match), so that the discard hook can write the frame a
+ *     fragment came in from the packet alone.
+ *   - fs->d always describes the headers in front of the current IP packet,
+ *     and those bytes are in a buffer that outlives the table's call: the
+ *     input frame itself until a tunnel is entered, then fs->wbuf (whose
+ *     prefix they stay, level after level).
+ *   - Zones are exact: the intern table maps each (parent zone, context)
+ *     to its own number, compared whole; 0 is the untagged link level.
  */
 #include <errno.h>
+#include <stddef.h>
+#include <inttypes.h>
 #include <pcap/pcap.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "defrag_frame.h"
+#include "defrag_zone.h"
+#include "rxpath/decap.h"
 #include "rxpath/wire.h"
-
-#ifndef DLT_IPV4
-#define DLT_IPV4 228
-#endif
-#ifndef DLT_IPV6
-#define DLT_IPV6 229
-#endif
 
 /* Largest frame read (libpcap's snaplen cap); an output frame is at most
  * the headers of one plus a datagram of up to 64 KiB. */
 #define DFR_FRAME_MAX 262144u
 #define DFR_OUT_MAX (DFR_FRAME_MAX + 65536u)
+#define DFR_MAX_TUNNELS 8u /* tunnels entered per frame */
 
 struct dfr_frames {
 	struct rxp_pktpool *pp;
 	unsigned headroom;
 	struct dfr_frame_stats st;
+	struct rxp_decap d;
+	struct dfr_zones *zones;
 	struct rxp_pkt *last; /* the datagram handed out in dfr_out.dgram */
-	uint8_t *obuf; /* dfr_frame_process output */
+	uint8_t *wbuf; /* headers, then the packet being decapsulated; the output */
 	uint8_t *dbuf; /* dfr_frame_discarded output */
+	uint8_t warned[65536 / 8]; /* link types warned about */
 };
 
 struct dfr_frames *dfr_frames_create(struct rxp_pktpool *pp)
@@ -47,9 +58,10 @@ struct dfr_frames *dfr_frames_create(struct rxp_pktpool *pp)
 		return NULL;
 	fs->pp = pp;
 	fs->headroom = rxp_pktpool_headroom(pp);
-	fs->obuf = malloc(DFR_OUT_MAX);
+	fs->zones = dfr_zones_create();
+	fs->wbuf = malloc(DFR_OUT_MAX);
 	fs->dbuf = malloc(DFR_OUT_MAX);
-	if (!fs->obuf || !fs->dbuf) {
+	if (!fs->zones || !fs->wbuf || !fs->dbuf) {
 		dfr_frames_destroy(fs);
 		errno = ENOMEM;
 		return NULL;
@@ -63,108 +75,439 @@ void dfr_frames_destroy(struct dfr_frames *fs)
 		return;
 	if (fs->last)
 		rxp_pkt_consume(fs->last);
-	free(fs->obuf);
+	dfr_zones_destroy(fs->zones);
+	free(fs->wbuf);
 	free(fs->dbuf);
 	free(fs);
 }
 
-int dfr_frame_dlt_known(int dlt)
+void dfr_frame_real_src(const struct dfr_frames *fs, uint8_t *addr)
 {
-	return dlt == DLT_EN10MB || dlt == DLT_RAW || dlt == DLT_IPV4 || dlt == DLT_IPV6;
+	dfr_zones_v6_restore(fs->zones, addr);
 }
 
-/* Link header length of an Ethernet frame carrying IP, or -1; *zone gets
- * the outer VLAN id (0 untagged), which keys reassembly. */
-static int eth_l2len(const uint8_t *b, uint32_t len, uint32_t *zone)
+int dfr_frame_dlt_known(int dlt)
 {
-	uint32_t off = 12;
+	return dlt >= 0 && rxp_decap_linktype_known((uint32_t)dlt);
+}
 
-	*zone = 0;
-	for (int tags = 0; tags < 3; tags++) {
-		uint16_t et;
-
-		if (off + 2 > len)
-			return -1;
-		et = (uint16_t)(b[off] << 8 | b[off + 1]);
-		if (et == RXP_ETH_P_IP || et == RXP_ETH_P_IPV6)
-			return (int)off + 2;
-		if (et != RXP_ETH_P_8021Q && et != 0x88a8)
-			return -1;
-		if (off + 4 > len)
-			return -1;
-		if (!*zone)
-			*zone = ((uint32_t)(b[off + 2] & 0x0f) << 8 | b[off + 3]) + 1;
-		off += 4;
+static int zone_of(struct dfr_frames *fs, uint32_t parent, const struct rxp_decap_ctx *ctx,
+		   uint32_t *zone)
+{
+	if (!parent && !ctx->tunnel && !ctx->nvlan) {
+		*zone = 0; /* the untagged link level, most frames: no lookup */
+		return 0;
 	}
+	if (!dfr_zone_of(fs->zones, parent, ctx, zone))
+		return 0;
+	fs->st.zones_full++;
 	return -1;
 }
 
-enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_table *t, int dlt,
-				   const uint8_t *frame, uint32_t caplen, uint64_t now_ns,
-				   struct dfr_out *out)
+/* An IPv6 fragment going to the table in a nonzero zone gets a stand-in
+ * source (see defrag_zone.h); every IPv6 header that comes back out gets
+ * its real one back. p is linear here: the frame layer made it. */
+static void standin(struct dfr_frames *fs, struct rxp_pkt *p, uint32_t zone)
+{
+	uint32_t iplen;
+	bool frag;
+
+	if (p->len < RXP_IPV6_HLEN || (p->data[0] >> 4) != 6 ||
+	    !dfr_v6_needs_standin(zone, p->data + 8) ||
+	    rxp_decap_ip_info(p->data, p->len, &iplen, &frag) || !frag)
+		return;
+	if (dfr_zones_v6_standin(fs->zones, zone, p->data + 8))
+		fs->st.zones_full++; /* keyed without its zone, as the table does */
+}
+
+static void restore(const struct dfr_frames *fs, uint8_t *ip, uint32_t len)
+{
+	if (len >= RXP_IPV6_HLEN && (ip[0] >> 4) == 6)
+		dfr_zones_v6_restore(fs->zones, ip + 8);
+}
+
+static void link_failed(struct dfr_frames *fs, int dlt, int r)
+{
+	switch (r) {
+	case RXP_DECAP_NOT_IP:
+		fs->st.nonip++;
+		return;
+	case RXP_DECAP_UNKNOWN_LINK:
+		fs->st.unknown_link++;
+		if (dlt >= 0 && dlt < 65536 && !(fs->warned[dlt / 8] & (1u << (dlt % 8)))) {
+			const char *n = pcap_datalink_val_to_name(dlt);
+
+			fs->warned[dlt / 8] |= (uint8_t)(1u << (dlt % 8));
+			fprintf(stderr,
+				"rxpath defrag: warning: link type %d (%s) is not one rxpath "
+				"reads: "
+				"its frames pass through unchanged\n",
+				dlt, n ? n : "unknown");
+		}
+		return;
+	default:
+		fs->st.bad_link++;
+		return;
+	}
+}
+
+/* Where a frame's packets came from, kept at the start of their headroom
+ * (in front of the frame's bytes, which nothing else writes to); pad: the
+ * bytes between the headroom and the frame's first byte. */
+struct pkt_origin {
+	uint32_t magic;
+	int32_t dlt;
+	uint32_t iface;
+	uint32_t pad;
+};
+#define ORIGIN_MAGIC 0x72786672u
+
+/* A packet holding bytes [0, n) of b, its data at the IP header at
+ * fs->d.ip_off, which lands on a 4-byte boundary (the table reads IP
+ * headers as structs). When the frame went on past the packet (trail),
+ * the headers in the packet's headroom are fixed for the packet as it is. */
+static struct rxp_pkt *make_pkt(struct dfr_frames *fs, const struct dfr_frame *f, const uint8_t *b,
+				uint32_t n, bool trail)
+{
+	struct rxp_pkt *p = rxp_pkt_alloc(fs->pp, n + 3);
+	struct pkt_origin o = {ORIGIN_MAGIC, f->dlt, f->iface, 0};
+	uint8_t *mac;
+
+	if (!p) {
+		fs->st.alloc_fail++;
+		return NULL;
+	}
+	o.pad = (uint32_t)(-(uintptr_t)(p->data + fs->d.ip_off) & 3);
+	rxp_pkt_reserve(p, o.pad);
+	mac = rxp_pkt_put(p, n);
+	memcpy(mac, b, n);
+	if (fs->headroom >= sizeof(o))
+		memcpy(p->head, &o, sizeof(o));
+	if (trail)
+		rxp_decap_fixup(&fs->d, mac, n); /* lengths only shrink: cannot fail */
+	rxp_pkt_pull(p, fs->d.ip_off);
+	p->tstamp_ns = f->ts_ns;
+	p->network_off = (uint16_t)(p->data - p->head);
+	return p;
+}
+
+/* Feeds p to the table; *frag says whether it was a fragment there. */
+static struct rxp_pkt *reassemble(struct dfr_frames *fs, struct rxp_defrag_table *t,
+				  struct rxp_pkt *p, uint32_t zone, uint64_t now_ns, bool *frag)
 {
 	struct rxp_defrag_counters k;
-	struct rxp_pkt *p, *res;
 	uint64_t reqds;
-	uint32_t zone = 0;
-	int l2 = 0;
+
+	rxp_defrag_get_counters(t, &k);
+	reqds = k.ReasmReqds;
+	standin(fs, p, zone);
+	p = rxp_defrag_zone(t, p, zone, now_ns);
+	rxp_defrag_get_counters(t, &k);
+	*frag = k.ReasmReqds != reqds;
+	return p;
+}
+
+/* Whether the IP packet res may carry a tunnel rxp_decap_tunnel enters, by
+ * its protocol (and UDP port) alone: most do not, and then neither the
+ * stack nor the packet's bytes need copying. IPv6 extension headers: yes. */
+static bool may_tunnel(const struct rxp_pkt *res)
+{
+	uint8_t buf[64];
+	const uint8_t *ip = rxp_pkt_header_pointer(res, 0, res->len < 64 ? res->len : 64, buf);
+	uint32_t n = res->len < 64 ? res->len : 64, l4;
+	uint8_t proto;
+
+	if (!ip || n < RXP_IPV4_HLEN)
+		return false;
+	if ((ip[0] >> 4) == 4) {
+		l4 = (ip[0] & 0x0f) * 4u;
+		proto = ip[9];
+	} else if ((ip[0] >> 4) == 6 && n >= RXP_IPV6_HLEN) {
+		l4 = RXP_IPV6_HLEN;
+		proto = ip[6];
+		if (proto == RXP_IPPROTO_HOPOPTS || proto == RXP_IPPROTO_ROUTING ||
+		    proto == RXP_IPPROTO_DSTOPTS || proto == RXP_IPPROTO_AH)
+			return true;
+	} else {
+		return false;
+	}
+	if (proto == 4 || proto == 41 || proto == 47)
+		return true;
+	if (proto == RXP_IPPROTO_UDP && l4 + 4 <= n) {
+		uint16_t dport = (uint16_t)(ip[l4 + 2] << 8 | ip[l4 + 3]);
+
+		return dport == 4789 || dport == 6081 || dport == 2152;
+	}
+	return false;
+}
+
+/* res came back from the table for the IP packet behind fs->d's hlen
+ * header bytes (at hdr, or already in wbuf when in_w). If it carries a
+ * tunnel, makes the packet of the inner IP packet (res itself when it is
+ * the untouched packet that went in, else a new one: res is then
+ * consumed), moves fs->d and *zone on, and returns it; NULL otherwise,
+ * with res left alone. */
+static struct rxp_pkt *enter_tunnel(struct dfr_frames *fs, const struct dfr_frame *f,
+				    struct rxp_pkt *res, bool frag, bool *in_w, uint32_t *zone)
+{
+	const uint8_t *hdr = f->data;
+	struct rxp_decap save;
+	uint32_t hlen = fs->d.ip_off, local, iplen, inner_zone;
+	const uint8_t *b;
+	bool ifrag;
+	int r;
+
+	if (fs->d.tunnels >= DFR_MAX_TUNNELS || !may_tunnel(res))
+		return NULL;
+	if (!frag) {
+		b = res->data; /* linear: we made it, and the table did not touch it */
+	} else {
+		if (!*in_w)
+			memcpy(fs->wbuf, hdr, hlen);
+		*in_w = true;
+		if (rxp_pkt_copy_bits(res, 0, fs->wbuf + hlen, res->len))
+			return NULL;
+		b = fs->wbuf + hlen;
+		restore(fs, fs->wbuf + hlen, res->len);
+	}
+	memcpy(&save, &fs->d, offsetof(struct rxp_decap, layer));
+	r = rxp_decap_tunnel(&fs->d, b, res->len);
+	if (r <= 0) {
+		if (r < 0 && r != RXP_DECAP_NOT_IP)
+			fs->st.bad_tunnel++; /* ARP in VXLAN is no fault */
+		return NULL;
+	}
+	local = fs->d.ip_off - hlen;
+	/* rxp_decap_tunnel checked the inner packet is all there. */
+	rxp_decap_ip_info(b + local, res->len - local, &iplen, &ifrag);
+	if (zone_of(fs, *zone, &fs->d.ctx, &inner_zone))
+		goto undo;
+	if (!*in_w)
+		memcpy(fs->wbuf, hdr, hlen);
+	*in_w = true;
+	if (!frag && ((uintptr_t)(b + local) & 3) == 0) {
+		/* In place: the headers stay in the packet's headroom. */
+		memcpy(fs->wbuf + hlen, b, local);
+		rxp_pkt_pull(res, local);
+		if (res->len > iplen) {
+			rxp_pkt_trim(res, iplen);
+			rxp_decap_fixup(&fs->d, res->data - fs->d.ip_off, fs->d.ip_off + iplen);
+		}
+	} else {
+		struct rxp_pkt *np;
+
+		if (!frag)
+			memcpy(fs->wbuf + hlen, b, res->len);
+		np = make_pkt(fs, f, fs->wbuf, fs->d.ip_off + iplen, res->len > local + iplen);
+		if (!np)
+			goto undo;
+		rxp_pkt_consume(res);
+		res = np;
+	}
+	fs->st.tunnel_pkts++;
+	*zone = inner_zone;
+	return res;
+undo:
+	memcpy(&fs->d, &save, offsetof(struct rxp_decap, layer));
+	return NULL;
+}
+
+/* The output frame for datagram res behind fs->d's headers; false when it
+ * cannot be written (then the input frame passes as it came). */
+static bool build_out(struct dfr_frames *fs, const struct rxp_pkt *res, const uint8_t *hdr,
+		      bool in_w, struct dfr_out *out)
+{
+	uint32_t hlen = fs->d.ip_off, total = hlen + res->len;
+	uint8_t fam;
+
+	if (!in_w)
+		memcpy(fs->wbuf, hdr, hlen);
+	if (rxp_pkt_copy_bits(res, 0, fs->wbuf + hlen, res->len))
+		return false;
+	restore(fs, fs->wbuf + hlen, res->len);
+	if (!rxp_decap_fixup(&fs->d, fs->wbuf, total))
+		goto done;
+	/* Too big for an outer length field: keep the link header only. */
+	fs->st.too_big++;
+	fam = fs->wbuf[hlen] >> 4;
+	if (!fs->d.tunnels || rxp_decap_strip(&fs->d, fs->wbuf, fam))
+		return false;
+	memmove(fs->wbuf + fs->d.ip_off, fs->wbuf + hlen, res->len);
+	total = fs->d.ip_off + res->len;
+	if (rxp_decap_fixup(&fs->d, fs->wbuf, total))
+		return false;
+	fs->st.stripped++;
+done:
+	out->frame = fs->wbuf;
+	out->len = total;
+	return true;
+}
+
+enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_table *t,
+				   const struct dfr_frame *f, uint64_t now_ns, struct dfr_out *out)
+{
+	const uint8_t *frame = f->data;
+	uint32_t caplen = f->caplen;
+	int dlt = f->dlt;
+	struct rxp_decap *d = &fs->d;
+	struct rxp_pkt *p, *res;
+	uint32_t zone, iplen;
+	bool frag, changed = false, in_w = false;
+	int r;
 
 	if (fs->last) {
 		rxp_pkt_consume(fs->last);
 		fs->last = NULL;
 	}
-	if (dlt == DLT_EN10MB)
-		l2 = eth_l2len(frame, caplen, &zone);
-	else if (!dfr_frame_dlt_known(dlt))
-		l2 = -1;
-	if (l2 < 0 || (uint32_t)l2 >= caplen) {
-		fs->st.nonip++;
+	r = dlt < 0 ? RXP_DECAP_UNKNOWN_LINK : rxp_decap_link(d, (uint32_t)dlt, frame, caplen);
+	if (r) {
+		link_failed(fs, dlt, r);
 		return DFR_PASS;
 	}
-	p = rxp_pkt_alloc(fs->pp, caplen);
-	if (!p) {
-		fs->st.alloc_fail++;
+	if (rxp_decap_ip_info(frame + d->ip_off, caplen - d->ip_off, &iplen, &frag)) {
+		fs->st.bad_link++;
 		return DFR_PASS;
 	}
-	memcpy(rxp_pkt_put(p, caplen), frame, caplen);
-	rxp_pkt_pull(p, (uint32_t)l2);
-	p->tstamp_ns = now_ns;
-	p->network_off = (uint16_t)(p->data - p->head);
-	rxp_defrag_get_counters(t, &k);
-	reqds = k.ReasmReqds;
-	res = rxp_defrag_zone(t, p, zone, now_ns);
-	if (!res)
-		return DFR_HELD;
-	rxp_defrag_get_counters(t, &k);
-	if (k.ReasmReqds == reqds) {
-		/* Not a fragment: the frame as it came. */
+	if (iplen > caplen - d->ip_off) {
+		if (frag)
+			fs->st.truncated++;
+		return DFR_PASS; /* cut by the snaplen: what is there goes out as it is */
+	}
+	if (d->ip_off + fs->headroom + 3 > UINT16_MAX || zone_of(fs, 0, &d->ctx, &zone)) {
+		fs->st.bad_link++;
+		return DFR_PASS;
+	}
+	p = make_pkt(fs, f, frame, d->ip_off + iplen, d->ip_off + iplen < caplen);
+	if (!p)
+		return DFR_PASS;
+	for (;;) {
+		struct rxp_pkt *in;
+
+		res = reassemble(fs, t, p, zone, now_ns, &frag);
+		if (!res)
+			return DFR_HELD;
+		changed |= frag;
+		if (frag && d->tunnels)
+			fs->st.tunnel_datagrams++;
+		in = enter_tunnel(fs, f, res, frag, &in_w, &zone);
+		if (!in)
+			break;
+		p = in;
+	}
+	if (!changed || !build_out(fs, res, frame, in_w, out)) {
 		rxp_pkt_consume(res);
 		return DFR_PASS;
 	}
-	memcpy(fs->obuf, frame, (size_t)l2);
-	rxp_pkt_copy_bits(res, 0, fs->obuf + l2, res->len);
-	out->frame = fs->obuf;
-	out->len = (uint32_t)l2 + res->len;
+	if (rxp_pkt_headlen(res) >= RXP_IPV6_HLEN)
+		restore(fs, res->data, rxp_pkt_headlen(res));
 	out->dgram = fs->last = res;
+	out->dlt = f->dlt;
+	out->iface = f->iface;
 	return DFR_OUT;
 }
 
 int dfr_frame_discarded(struct dfr_frames *fs, const struct rxp_pkt *pkt, struct dfr_out *out)
 {
-	const uint8_t *mac = pkt->head + fs->headroom;
-	uint32_t l2 = (uint32_t)(pkt->data - mac);
+	struct pkt_origin o;
+	const uint8_t *mac;
+	uint32_t l2;
 
+	if (fs->headroom < sizeof(o))
+		return -1;
+	memcpy(&o, pkt->head, sizeof(o));
+	if (o.magic != ORIGIN_MAGIC || o.pad > 3)
+		return -1; /* not a packet of ours */
+	mac = pkt->head + fs->headroom + o.pad;
+	l2 = (uint32_t)(pkt->data - mac);
 	if (pkt->data < mac || (uint64_t)l2 + pkt->len > DFR_OUT_MAX ||
 	    rxp_pkt_copy_bits(pkt, 0, fs->dbuf + l2, pkt->len))
 		return -1;
 	memcpy(fs->dbuf, mac, l2);
+	restore(fs, fs->dbuf + l2, pkt->len);
 	out->frame = fs->dbuf;
 	out->len = l2 + pkt->len;
 	out->dgram = NULL;
+	out->dlt = o.dlt;
+	out->iface = o.iface;
 	return 0;
 }
 
 void dfr_frames_get_stats(const struct dfr_frames *fs, struct dfr_frame_stats *st)
 {
 	*st = fs->st;
+	st->zones = dfr_zones_count(fs->zones);
+}
+
+/* Names as in struct dfr_frame_stats, for the summary and JSON. */
+static const struct {
+	const char *name;
+	size_t off;
+} stat_fields[] = {
+	{"nonip", offsetof(struct dfr_frame_stats, nonip)},
+	{"bad_link", offsetof(struct dfr_frame_stats, bad_link)},
+	{"unknown_link", offsetof(struct dfr_frame_stats, unknown_link)},
+	{"truncated", offsetof(struct dfr_frame_stats, truncated)},
+	{"alloc_fail", offsetof(struct dfr_frame_stats, alloc_fail)},
+	{"tunnel_pkts", offsetof(struct dfr_frame_stats, tunnel_pkts)},
+	{"bad_tunnel", offsetof(struct dfr_frame_stats, bad_tunnel)},
+	{"tunnel_datagrams", offsetof(struct dfr_frame_stats, tunnel_datagrams)},
+	{"zones_full", offsetof(struct dfr_frame_stats, zones_full)},
+	{"too_big", offsetof(struct dfr_frame_stats, too_big)},
+	{"stripped", offsetof(struct dfr_frame_stats, stripped)},
+	{"zones", offsetof(struct dfr_frame_stats, zones)},
+};
+
+static uint64_t stat_value(const struct dfr_frame_stats *st, unsigned i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)st + stat_fields[i].off, sizeof(v));
+	return v;
+}
+
+void dfr_frames_json(const struct dfr_frames *fs, FILE *f)
+{
+	struct dfr_frame_stats st;
+
+	dfr_frames_get_stats(fs, &st);
+	for (unsigned i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++)
+		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "{", stat_fields[i].name,
+			stat_value(&st, i));
+	fputc('}', f);
+}
+
+void dfr_frames_summary(const struct dfr_frames *fs, FILE *f)
+{
+	struct dfr_frame_stats st;
+	bool any = false;
+
+	dfr_frames_get_stats(fs, &st);
+	for (unsigned i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+		if (!stat_value(&st, i))
+			continue;
+		fprintf(f, "%s %s %" PRIu64, any ? "" : "  frames:", stat_fields[i].name,
+			stat_value(&st, i));
+		any = true;
+	}
+	if (any)
+		fputc('\n', f);
+}
+
+void dfr_frames_warnings(const struct dfr_frames *fs, FILE *f)
+{
+	struct dfr_frame_stats st;
+
+	dfr_frames_get_stats(fs, &st);
+	if (st.too_big)
+		fprintf(f,
+			"rxpath defrag: warning: %" PRIu64 " datagrams reassembled in tunnels "
+			"were too big for their outer headers (over 65,535 bytes): %" PRIu64
+			" written behind the link header alone, without the tunnel; %" PRIu64
+			" passed as the last fragment's frame\n",
+			st.too_big, st.stripped, st.too_big - st.stripped);
+	if (st.zones_full)
+		fprintf(f,
+			"rxpath defrag: warning: more than %u distinct VLAN/tunnel contexts: "
+			"%" PRIu64 " packets inside new ones were not reassembled\n",
+			DFR_MAX_ZONES, st.zones_full);
 }

@@ -12,6 +12,7 @@
 #define RXPATH_TOOLS_DEFRAG_FRAME_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
@@ -25,19 +26,41 @@ enum dfr_verdict {
 	DFR_OUT, /* write dfr_out.frame: a datagram this frame completed */
 };
 
+/* One captured frame. */
+struct dfr_frame {
+	int dlt; /* its link type (DLT_ value), per interface in pcapng */
+	uint32_t iface; /* its interface (0 for pcap) */
+	const uint8_t *data; /* only read */
+	uint32_t caplen;
+	uint64_t ts_ns; /* its own time: kept with its fragments (tstamp_ns) */
+};
+
 struct dfr_out {
 	const uint8_t *frame; /* DFR_OUT: the frame to write (valid until the next call) */
 	uint32_t len;
+	int dlt; /* the link type and interface of the frame to write: the */
+	uint32_t iface; /* input frame's (DFR_OUT), the fragment's own (discarded) */
 	/* DFR_OUT: the datagram, data at its IP header; the frame layer keeps
 	 * it until its next call (or dfr_frames_destroy) */
 	const struct rxp_pkt *dgram;
 };
 
-/* Why frames passed through without reaching the table, and other counts
- * of the frame layer. */
+/* What the frame layer saw. A frame counted in nonip, bad_link,
+ * unknown_link, truncated or alloc_fail passed through unchanged without
+ * reaching the table. */
 struct dfr_frame_stats {
-	uint64_t nonip; /* not IP, or a link header that does not parse */
+	uint64_t nonip; /* a link layer that carries something else (ARP, ...) */
+	uint64_t bad_link; /* a link header or IP header that does not parse */
+	uint64_t unknown_link; /* frames of link types the frame layer does not know */
+	uint64_t truncated; /* IP fragments cut short by the snaplen */
 	uint64_t alloc_fail; /* out of packet buffers: passed unprocessed */
+	uint64_t tunnel_pkts; /* inner IP packets taken out of tunnels */
+	uint64_t bad_tunnel; /* tunnel headers that do not parse: the outer packet is used */
+	uint64_t tunnel_datagrams; /* datagrams reassembled inside a tunnel */
+	uint64_t zones_full; /* contexts past DFR_MAX_ZONES (defrag_zone.h): not told apart */
+	uint64_t too_big; /* datagrams the outer headers cannot hold (over 65,535 bytes) */
+	uint64_t stripped; /* of those, written behind the link header alone */
+	uint64_t zones; /* distinct VLAN and tunnel contexts seen */
 };
 
 /* pp: the pool packets are made from; it must outlive the frame layer. NULL
@@ -45,22 +68,35 @@ struct dfr_frame_stats {
 struct dfr_frames *dfr_frames_create(struct rxp_pktpool *pp);
 void dfr_frames_destroy(struct dfr_frames *fs);
 
-/* Takes one frame of link type dlt (a DLT_ value) and feeds what it carries
- * to t at time now_ns. The frame's bytes are only read. */
-enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_table *t, int dlt,
-				   const uint8_t *frame, uint32_t caplen, uint64_t now_ns,
-				   struct dfr_out *out);
+/* Takes one frame and feeds what it carries to t, on the table's clock
+ * now_ns (which may differ from the frame's own time). */
+enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_table *t,
+				   const struct dfr_frame *f, uint64_t now_ns, struct dfr_out *out);
 
 /* For the table's discard hook (rxp_defrag_config.discard_cb): the frame a
  * fragment the table gives up on came in, rebuilt from the outer headers
- * kept in front of it. Fills out.frame/len (valid until the next call of
- * this function; out.dgram NULL) and returns 0, or -1 when pkt holds no
- * such headers. May be called from inside dfr_frame_process(). */
+ * kept in front of it, with its interface and link type; its time is
+ * pkt->tstamp_ns. Fills out (frame and len valid until the next call of
+ * this function; dgram NULL) and returns 0, or -1 when pkt holds no such
+ * headers. May be called from inside dfr_frame_process(). */
 int dfr_frame_discarded(struct dfr_frames *fs, const struct rxp_pkt *pkt, struct dfr_out *out);
+
+/* IPv6 fragments in a VLAN or tunnel reach the table with a stand-in
+ * source address from 100::/64 until the library can key every IPv6
+ * datagram by zone (defrag_zone.h); whatever the frame layer hands out has
+ * its real source back. An IPv6 source address seen elsewhere (a table
+ * event) is put right by this (16 bytes, in place; others are left). */
+void dfr_frame_real_src(const struct dfr_frames *fs, uint8_t *addr);
 
 /* Whether the frame layer parses link type dlt. */
 int dfr_frame_dlt_known(int dlt);
 
 void dfr_frames_get_stats(const struct dfr_frames *fs, struct dfr_frame_stats *st);
+
+/* The stats as one JSON object (every field), and as a summary line of the
+ * nonzero ones; a warning line for each kind of loss (too_big, zones_full). */
+void dfr_frames_json(const struct dfr_frames *fs, FILE *f);
+void dfr_frames_summary(const struct dfr_frames *fs, FILE *f);
+void dfr_frames_warnings(const struct dfr_frames *fs, FILE *f);
 
 #endif

@@ -39,6 +39,7 @@ struct dpol *dpol_create(const struct rxp_defrag_config *base, struct rxp_pktpoo
 		c.policy = (enum rxp_defrag_policy)k;
 		c.discard_cb = NULL; /* only the strict table's fragments are kept */
 		c.overlap_cb = NULL;
+		c.event_cb = NULL; /* the report follows the strict table */
 		p->t[k] = rxp_defrag_table_create(&c);
 		p->fs[k] = dfr_frames_create(pp);
 		if (!p->t[k] || !p->fs[k])
@@ -105,8 +106,8 @@ static void hex(char *out, const uint8_t *d, size_t n)
 		sprintf(out + 2 * i, "%02x", d[i]);
 }
 
-void dpol_frame(struct dpol *p, const struct dio_rec *r, uint64_t now, const struct dfr_out *main,
-		FILE *out, FILE *report)
+void dpol_frame(struct dpol *p, const struct dio_rec *r, const struct dfr_frame *fr, uint64_t now,
+		const struct dfr_out *main, FILE *out, FILE *report)
 {
 	uint8_t dig[NPOL][crypto_hash_sha256_BYTES];
 	bool made[NPOL] = {false};
@@ -121,10 +122,8 @@ void dpol_frame(struct dpol *p, const struct dio_rec *r, uint64_t now, const str
 
 		if (k) {
 			rxp_defrag_expire(p->t[k], now);
-			o = dfr_frame_process(p->fs[k], p->t[k], r->dlt, r->data, r->caplen, now,
-					      &fo) == DFR_OUT
-				    ? &fo
-				    : NULL;
+			o = dfr_frame_process(p->fs[k], p->t[k], fr, now, &fo) == DFR_OUT ? &fo
+											  : NULL;
 		}
 		if (!o)
 			continue;

@@ -24,8 +24,8 @@ struct dpol *dpol_create(const struct rxp_defrag_config *base, struct rxp_pktpoo
  * table made of it (NULL: no datagram). Differences go to out as lines
  * ("rxpath defrag: ...", at most 50, then a count) and, when report is not
  * NULL, as JSON Lines objects {"event":"policy_difference",...}. */
-void dpol_frame(struct dpol *p, const struct dio_rec *r, uint64_t now, const struct dfr_out *main,
-		FILE *out, FILE *report);
+void dpol_frame(struct dpol *p, const struct dio_rec *r, const struct dfr_frame *fr, uint64_t now,
+		const struct dfr_out *main, FILE *out, FILE *report);
 uint64_t dpol_differences(const struct dpol *p);
 /* Destroys the tables first, then their frame layers. */
 void dpol_destroy(struct dpol *p);

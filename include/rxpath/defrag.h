@@ -10,7 +10,7 @@
  * with a reason (rxp_pkt_drop) and counted here.
  *
  * Keys: IPv4 (src, dst, id, protocol, zone); IPv6 (src, dst, id, and zone
- * only for link-local or multicast destinations). A queue lives in its
+ * only for link-local or multicast destinations, unless zone_all_v6). A queue lives in its
  * key's slot of a direct-mapped table (a cheap hash of the key without the
  * id, plus the id, so that datagrams in flight from one sender sit side by
  * side) when the slot is free; a queue whose slot is taken goes in a table
@@ -66,25 +66,44 @@
  * rxp_defrag_expire() in the worker's timer pass (and lazily on lookup).
  *
  * Memory pressure (config.pressure):
- *   RXP_DEFRAG_PRESSURE_EVICT (default): a fragment is admitted while it
- *     fits under mem_limit, and a fragment that completes its datagram is
- *     always admitted (it leaves at once with its queue). Otherwise queues
- *     are evicted to make room, oldest first (at most 64 looked at per
- *     fragment), but only queues that are
- *       - less filled than the arriving fragment's queue will be after it
- *         (fill = bytes received / datagram length, the length taken as
- *         65535 while the last fragment is missing), or
- *       - stale: no fragment of theirs among the last 256 the table
- *         accepted (a queue that stopped receiving has most likely lost a
- *         fragment and will only time out).
- *     So stale queues left by loss and sparse FragmentSmack queues go first,
- *     a fresh sparse queue cannot push out a nearly complete one that is
- *     still being fed, and goodput does not collapse while stale queues
- *     wait for their timeout. Each evicted queue counts in evictions and
- *     ReasmFails. The same rule applies when max_queues is reached.
+ *   RXP_DEFRAG_PRESSURE_EVICT (default): finish what was started. A
+ *     fragment is admitted while it fits under mem_limit (and, for a new
+ *     queue, while one of max_queues is free). When it does not fit:
+ *     1. stale queues go first: a queue is stale when it has gone longer
+ *        without a fragment of its own than four times the longer of its
+ *        own longest gap and the table's typical gap (both in fragments the
+ *        table saw, refused ones included; the typical gap is a moving
+ *        average of every queue's gaps, about the datagrams in flight, and
+ *        while none has been seen, the number of queues). A lost fragment leaves such a
+ *        queue; FragmentSmack's sparse queues become such queues. They are
+ *        looked for oldest first, a few per fragment, with a cursor that
+ *        walks each timer FIFO (evict_stale);
+ *     2. a fragment that would open a new queue is refused (refused_new),
+ *        and its datagram is remembered as given up;
+ *     3. a fragment of an open queue evicts the newest queues, newer than
+ *        its own, until it fits (evict_newest), so the oldest, most
+ *        advanced datagrams finish; if its own queue is the newest, that
+ *        queue is given up instead (refused_own). A fragment that completes
+ *        its datagram may evict any other queue, newest first.
+ *     Datagrams given up under pressure (2, 3) are remembered in a small
+ *     table of keyed tags for as long as their fragments keep coming (each
+ *     one refreshes it; four typical gaps without one forget it), and
+ *     their later fragments are refused (refused_doomed), so memory goes
+ *     to datagrams that can still complete. Memory never goes above
+ *     mem_limit. Every eviction counts in evictions and ReasmFails, every
+ *     refused fragment in mem_drops. Work per fragment is O(1) amortised:
+ *     a bounded scan, and each eviction removes a queue some fragment made.
  *   RXP_DEFRAG_PRESSURE_LINUX: while memory is over the cap every fragment
  *     is dropped, even one that would complete a datagram (Linux's
  *     high_thresh behaviour; kept for comparison).
+ *
+ * Memory: the table reserves address space for max_queues queues and the
+ * slot table, but touches only what the queues in use need, so a large
+ * max_queues or mem_limit costs nothing until traffic fills it.
+ *
+ * The caller runs rxp_defrag_expire() with its clock (a worker does in its
+ * timer pass; a capture reader with packet time), passes packets with data
+ * at the IP header (link headers pulled), and consumes what comes back.
  */
 #ifndef RXPATH_DEFRAG_H
 #define RXPATH_DEFRAG_H
@@ -127,6 +146,43 @@ typedef void (*rxp_defrag_overlap_fn)(void *arg, const struct rxp_defrag_overlap
  * keep or free pkt. For tools (rxpath defrag --keep-incomplete). */
 typedef void (*rxp_defrag_discard_fn)(void *arg, const struct rxp_pkt *pkt);
 
+/* Datagram events, for tools that report what happens to each datagram
+ * (rxpath defrag --report). Called synchronously from rxp_defrag*(),
+ * rxp_defrag_expire() and rxp_defrag_table_destroy(); the callee must not
+ * call into the table. */
+enum rxp_defrag_event_type {
+	RXP_DEFRAG_EV_FRAG, /* a fragment entered queue qid */
+	RXP_DEFRAG_EV_DONE, /* qid's datagram was reassembled */
+	RXP_DEFRAG_EV_GIVEUP, /* qid was given up: reason */
+	RXP_DEFRAG_EV_REFUSED, /* a fragment was refused (reason); qid 0 if no queue had it */
+	RXP_DEFRAG_EV_OVERLAP, /* bytes [off, end) of qid arrived again (strict:
+				* when the fragment comes; target policies: when
+				* the datagram completes) */
+};
+
+struct rxp_defrag_event {
+	enum rxp_defrag_event_type type;
+	/* GIVEUP, REFUSED: FRAG_TIMEOUT, FRAG_OVERLAP, FRAG_EVICT,
+	 * FRAG_MEM_LIMIT, FRAG_QUEUE_LIMIT, FRAG_MAX_DIST, FRAG_INVALID,
+	 * FRAG_TOO_BIG, FRAG_ECN, FRAG_TOO_MANY, NOMEM, or TEARDOWN (the
+	 * table was destroyed: end of input). */
+	enum rxp_drop_reason reason;
+	uint64_t qid; /* a queue's identity, unique for the table's life */
+	uint8_t family, proto; /* proto: IPv4 only */
+	uint32_t id, zone;
+	const uint8_t *src, *dst; /* 4 or 16 bytes */
+	uint32_t off, end; /* FRAG, REFUSED: the fragment's payload range;
+			    * OVERLAP: the range received twice */
+	uint32_t len; /* DONE: payload bytes */
+	uint32_t nfrags; /* DONE, GIVEUP: fragments the queue held */
+	bool mf, df; /* FRAG, REFUSED */
+	bool differ; /* OVERLAP: the bytes were not the same */
+	bool dup; /* OVERLAP: wholly inside data already held */
+	const struct rxp_pkt *pkt; /* FRAG, REFUSED: the fragment, data at
+				    * its IP header; else NULL */
+};
+typedef void (*rxp_defrag_event_fn)(void *arg, const struct rxp_defrag_event *ev);
+
 struct rxp_defrag_config {
 	enum rxp_defrag_policy policy;
 	enum rxp_defrag_pressure pressure;
@@ -137,10 +193,16 @@ struct rxp_defrag_config {
 	uint64_t timeout_v6_ns; /* 0: 60 s */
 	int max_dist; /* IPv4 per source; 0: 64; <0: off */
 	uint32_t zone; /* key zone for rxp_defrag() (VRF / VLAN / ifindex) */
+	/* The zone keys every IPv6 datagram, not only those to link-local
+	 * and multicast destinations (for zones that are tunnels or VLANs,
+	 * where global addresses repeat). */
+	bool zone_all_v6;
 	rxp_defrag_overlap_fn overlap_cb;
 	void *overlap_arg;
 	rxp_defrag_discard_fn discard_cb;
 	void *discard_arg;
+	rxp_defrag_event_fn event_cb;
+	void *event_arg;
 };
 
 /* Names follow /proc/net/snmp where one exists. */
@@ -150,13 +212,24 @@ struct rxp_defrag_counters {
 	uint64_t ReasmFails; /* datagrams given up, fragments refused for memory */
 	uint64_t ReasmTimeout; /* queues expired */
 	uint64_t ReasmOverlaps; /* queues killed by an overlap (strict) */
-	uint64_t evictions; /* queues evicted under pressure */
+	uint64_t evictions; /* queues evicted under pressure (evict_stale +
+			     * evict_newest + evict_rank, and their own queue
+			     * for refused_own) */
 	uint64_t duplicates; /* fragments dropped as duplicates */
 	uint64_t policy_overlaps; /* overlaps resolved by a target policy */
 	uint64_t invalid; /* malformed fragments dropped before queueing */
 	uint64_t mem_drops; /* fragments refused for memory or queue cap */
+	/* The pressure policy's decisions (RXP_DEFRAG_PRESSURE_EVICT): */
+	uint64_t evict_stale; /* stale queues evicted */
+	uint64_t evict_newest; /* queues evicted, newest first, for an older one */
+	uint64_t evict_rank; /* queues evicted for a source of better standing */
+	uint64_t refused_new; /* fragments refused that would open a queue */
+	uint64_t refused_own; /* fragments refused with their own, newest queue */
+	uint64_t refused_doomed; /* fragments of datagrams given up under pressure */
 	uint64_t max_dist_flushes;
 	uint64_t copied_out; /* fragments copied out of receive-ring buffers */
+	uint64_t gap; /* the typical gap between two fragments of a datagram,
+		       * in fragments seen (about the datagrams in flight) */
 	uint64_t queues; /* queues now */
 	uint64_t mem; /* bytes charged now */
 	uint64_t mem_high_water;

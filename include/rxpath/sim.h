@@ -66,6 +66,17 @@ void rxp_gen_destroy(struct rxp_gen *g);
  * count datagrams are done, -ENOSPC if cap is too small. */
 int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len);
 void rxp_gen_get_stats(const struct rxp_gen *g, struct rxp_gen_stats *st);
+/* What a frame is, for sources that account for every datagram. */
+struct rxp_gen_frame {
+	uint64_t seq; /* its datagram's number (0, 1, ...) */
+	uint16_t frag, nfrags; /* which fragment (by offset) of how many */
+	bool lost; /* lost on the way (frame loss) */
+	bool last; /* its datagram's last frame to be emitted */
+};
+/* rxp_gen_next, saying what the frame is; with report_lost a lost frame is
+ * returned too (info->lost) rather than skipped. */
+int rxp_gen_next_ex(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len,
+		    struct rxp_gen_frame *info, bool report_lost);
 /* Check a UDP payload made by a generator: 0, or -EBADMSG. */
 int rxp_gen_verify(const uint8_t *payload, uint32_t len);
 /* Write a verifiable payload of len (>= RXP_GEN_HDR_LEN) bytes: the

@@ -26,6 +26,7 @@
  * memory. */
 struct gen_slot {
 	uint64_t x; /* payload seed */
+	uint64_t seq; /* datagram number */
 	uint32_t l4_len; /* UDP header + payload */
 	uint32_t id;
 	uint32_t flow;
@@ -317,10 +318,11 @@ static void new_datagram(struct rxp_gen *g, struct gen_slot *sl)
 {
 	uint32_t plen = g->cfg.min_payload +
 			(uint32_t)below(g, g->cfg.max_payload - g->cfg.min_payload + 1);
-	uint32_t seq = (uint32_t)g->emitted++;
+	uint32_t seq = (uint32_t)g->emitted;
 	uint8_t *u = g->dgram, src[16], dst[16];
 	uint16_t c;
 
+	sl->seq = g->emitted++;
 	sl->x = rnd(g);
 	sl->v6 = below(g, 100) < g->cfg.ipv6_pct;
 	sl->flow = (uint32_t)below(g, g->cfg.flows);
@@ -488,18 +490,21 @@ static struct gen_slot *turn(struct rxp_gen *g)
 	return NULL;
 }
 
-int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len)
+int rxp_gen_next_ex(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len,
+		    struct rxp_gen_frame *info, bool report_lost)
 {
 	if (cap < g->cfg.mtu + RXP_ETH_HLEN)
 		return -ENOSPC;
 	for (;;) {
 		struct gen_slot *sl = turn(g);
+		unsigned j;
 		uint32_t n;
 		bool lost;
 
 		if (!sl)
 			return -ENODATA;
-		n = emit(g, sl, sl->order[sl->next++], buf);
+		j = sl->order[sl->next++];
+		n = emit(g, sl, j, buf);
 		g->st.frames++;
 		/* Decide loss after building: the random stream stays the
 		 * same whatever the loss rate. */
@@ -508,6 +513,13 @@ int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len)
 			g->st.lost++;
 			sl->damaged = true;
 		}
+		if (info) {
+			info->seq = sl->seq;
+			info->frag = (uint16_t)j;
+			info->nfrags = sl->nfr;
+			info->lost = lost;
+			info->last = sl->next == sl->nfr;
+		}
 		if (sl->next == sl->nfr) {
 			sl->live = false;
 			g->live--;
@@ -515,12 +527,18 @@ int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len)
 				g->st.damaged++;
 		}
 		g->cur = g->cur + 1 == g->nslots ? 0 : g->cur + 1;
-		if (lost)
+		if (lost && !report_lost)
 			continue;
-		g->st.bytes += n;
+		if (!lost)
+			g->st.bytes += n;
 		*len = n;
 		return 0;
 	}
+}
+
+int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len)
+{
+	return rxp_gen_next_ex(g, buf, cap, len, NULL, false);
 }
 
 /* ---- as a frame source --------------------------------------------------- */

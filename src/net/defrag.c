@@ -2,8 +2,9 @@
  * The reassembly table: queues, keyed hash, limits, memory accounting,
  * the pressure policy, timers and the rxp_defrag() entry point.
  *
- * Owns: an array of max_queues queues and (strict mode) the run nodes, made
- * with the table (no allocation on the data path), the slot table and a
+ * Owns: an array of max_queues queues and (strict mode) the run nodes,
+ * reserved with the table and touched as they are first used (no allocation
+ * on the data path), the slot table and a
  * bucket array of chains keyed by SipHash under a random per-table key (see
  * la_index), one timer FIFO per family (the timeout is fixed per family and
  * armed at creation, so creation order is expiry order), and per-source
@@ -13,6 +14,8 @@
  * queue_release while finish() builds its datagram; c.mem is the sum over
  * queues of (queue charge + truesize of its fragments); a fragment is owned
  * by exactly one queue or by the caller.
+ * Each datagram given up is counted in one place, giveup(); each refused
+ * fragment in refuse(). The pressure policy is in defrag_pressure.c.
  * See include/rxpath/defrag.h for the rules and the pressure policy.
  */
 #include <errno.h>
@@ -23,12 +26,6 @@
 #include "rxpath/compiler.h"
 #include "rxpath/wire.h"
 #include "net/defrag_internal.h"
-
-#define DFR_EVICT_SCAN 64
-/* A queue that has gone this many accepted fragments (table-wide) without
- * one of its own has most likely lost one: it may be evicted whatever its
- * fill. A datagram in progress gets its fragments far more often. */
-#define DFR_STALE_FRAGS 256
 
 static const char *const policy_names[RXP_DEFRAG_POLICY_MAX] = {
 	"strict", "first", "last", "bsd", "bsd-right", "linux", "windows", "solaris",
@@ -50,18 +47,15 @@ int rxp_defrag_policy_parse(const char *name, enum rxp_defrag_policy *p)
 	return -EINVAL;
 }
 
-static uint32_t qcharge(const struct rxp_defrag_table *t)
-{
-	return (uint32_t)sizeof(struct dfr_queue) +
-	       (t->cfg.policy != RXP_DEFRAG_STRICT ? DFR_BLOCK_BYTES : 0);
-}
-
 static void table_free(struct rxp_defrag_table *t)
 {
 	free(t->buckets);
 	free(t->la);
-	free(t->qarr);
-	free(t->peer_rid);
+	if (t->qarr)
+		munmap(t->qarr, t->qarr_bytes);
+	if (t->tomb)
+		munmap(t->tomb, t->tomb_bytes);
+	free(t->src);
 	free(t->blockmem);
 	free(t->owner);
 	free(t->fragv);
@@ -71,28 +65,18 @@ static void table_free(struct rxp_defrag_table *t)
 	free(t);
 }
 
-/*
- * The queue array, zeroed. Every fragment reads its queue, one of up to
- * max_queues spread over megabytes (448 bytes each), so with 4 KiB pages
- * nearly every fragment would also miss the TLB: where the array spans
- * huge pages, ask for them (a hint; without transparent huge pages it is
- * only an aligned array).
- */
-static struct dfr_queue *queue_array_alloc(uint32_t n)
+/* Zeroed address space of at least bytes, untouched until used (huge
+ * pages asked for where it spans them); NULL on failure. */
+static void *lazy_alloc(size_t bytes, size_t *got)
 {
-	size_t sz = (size_t)n * sizeof(struct dfr_queue), huge = (size_t)2 << 20;
-	struct dfr_queue *a;
+	size_t huge = (size_t)2 << 20, sz = (bytes + huge - 1) & ~(huge - 1);
+	void *a = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
-	if (sz >= huge) {
-		sz = (sz + huge - 1) & ~(huge - 1);
-		a = aligned_alloc(huge, sz);
-		if (a)
-			(void)madvise(a, sz, MADV_HUGEPAGE);
-	} else {
-		a = aligned_alloc(64, sz);
-	}
-	if (a)
-		memset(a, 0, sz);
+	if (a == MAP_FAILED)
+		return NULL;
+	(void)madvise(a, sz, MADV_HUGEPAGE);
+	*got = sz;
 	return a;
 }
 
@@ -132,9 +116,20 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	/* Twice the buckets: few queues are displaced from their slot. */
 	t->lamask = 2 * nb - 1;
 	t->la = calloc(2 * (size_t)nb, sizeof(t->la[0]));
-	t->qarr = queue_array_alloc(c.max_queues);
-	t->peer_rid = calloc(DFR_PEER_SLOTS, sizeof(t->peer_rid[0]));
-	if (!t->buckets || !t->la || !t->qarr || !t->peer_rid)
+	/* Every fragment reads its queue, one of up to max_queues spread over
+	 * megabytes: huge pages spare the TLB misses. Touched as used, so a
+	 * large max_queues costs what is in flight. */
+	t->qarr = lazy_alloc((size_t)c.max_queues * sizeof(struct dfr_queue), &t->qarr_bytes);
+	t->src = calloc(DFR_SRC_SLOTS, sizeof(t->src[0]));
+	randombytes_buf(t->skey, sizeof(t->skey));
+	for (int i = 0; i < 3; i++)
+		t->skey[i] |= 1; /* odd multipliers */
+	/* Tags of datagrams given up under pressure, which outnumber queues
+	 * by as much as the working set exceeds the cap: 32 per queue, in
+	 * sets of 8 (mapped, touched as used). */
+	t->tmask = 4 * nb - 1;
+	t->tomb = lazy_alloc((size_t)4 * nb * sizeof(t->tomb[0]), &t->tomb_bytes);
+	if (!t->buckets || !t->la || !t->qarr || !t->src || !t->tomb)
 		goto nomem;
 	if (c.policy == RXP_DEFRAG_STRICT && dfr_runs_init(t))
 		goto nomem;
@@ -148,10 +143,8 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 			goto nomem;
 	}
 	TAILQ_INIT(&t->freel);
-	for (uint32_t i = 0; i < c.max_queues; i++)
-		TAILQ_INSERT_TAIL(&t->freel, &t->qarr[i], tq);
-	TAILQ_INIT(&t->fifo[0]);
-	TAILQ_INIT(&t->fifo[1]);
+	for (int f = 0; f < DFR_NFIFO; f++)
+		TAILQ_INIT(&t->fifo[f]);
 	return t;
 nomem:
 	if (t)
@@ -163,6 +156,9 @@ nomem:
 void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag_counters *c)
 {
 	*c = t->c;
+	c->gap = t->gap16[DFR_CLS_GOOD] >> 4;
+	for (int i = DFR_CLS_GOOD - 1; !c->gap && i >= 0; i--)
+		c->gap = t->gap16[i] >> 4;
 }
 
 /* SipHash works in 8-byte blocks plus one final block that takes the last
@@ -170,7 +166,7 @@ void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag
  * protocol, zone) costs two blocks where its 20-byte struct form costs three.
  * The family need not be hashed: IPv4 and IPv6 inputs differ in length, and
  * lookup compares whole keys. */
-static uint64_t key_hash(const struct rxp_defrag_table *t, const struct dfr_key *k)
+uint64_t dfr_key_hash(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
 	uint64_t h;
 
@@ -188,11 +184,6 @@ static uint64_t key_hash(const struct rxp_defrag_table *t, const struct dfr_key 
 				 t->hkey);
 	}
 	return h;
-}
-
-static bool has_free(const struct rxp_defrag_table *t)
-{
-	return !TAILQ_EMPTY(&t->freel);
 }
 
 /* Whole-key equality; IPv4 keys (20 bytes) without a call. */
@@ -278,13 +269,82 @@ static void frag_drop(struct rxp_defrag_table *t, struct rxp_pkt *pkt, enum rxp_
 	rxp_pkt_drop(pkt, r);
 }
 
-/* A fragment refused for want of memory or of a queue: counted as a
- * failed reassembly and a memory drop. Consumes pkt. */
-static __attribute__((cold)) void mem_refuse(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
-					     enum rxp_drop_reason r)
+/* ---- events --------------------------------------------------------------- */
+
+static void ev_key(struct rxp_defrag_event *ev, const struct dfr_key *k)
+{
+	ev->family = k->family;
+	ev->proto = k->family == 4 ? k->proto : 0;
+	ev->id = k->id;
+	ev->zone = k->zone;
+	ev->src = k->addr;
+	ev->dst = k->addr + (k->family == 4 ? 4 : 16);
+}
+
+/* A queue-level event (DONE, GIVEUP) for q. */
+static __attribute__((cold)) void ev_queue(struct rxp_defrag_table *t, const struct dfr_queue *q,
+					   enum rxp_defrag_event_type type, enum rxp_drop_reason r)
+{
+	struct rxp_defrag_event ev = {.type = type, .reason = r, .qid = q->qid};
+
+	ev_key(&ev, &q->key);
+	ev.len = q->len;
+	ev.nfrags = q->nfrags;
+	t->cfg.event_cb(t->cfg.event_arg, &ev);
+}
+
+/* A fragment-level event (FRAG, REFUSED) for fi's fragment pkt, whose
+ * data is hdrlen bytes past its IP header. */
+static __attribute__((cold)) void ev_frag(struct rxp_defrag_table *t, const struct dfr_queue *q,
+					  const struct dfr_info *fi, struct rxp_pkt *pkt,
+					  uint32_t hdrlen, enum rxp_defrag_event_type type,
+					  enum rxp_drop_reason r)
+{
+	struct rxp_defrag_event ev = {
+		.type = type,
+		.reason = r,
+		.qid = q ? q->qid : 0,
+		.off = fi->off,
+		.end = fi->end,
+		.mf = fi->mf,
+		.df = fi->df,
+		.pkt = pkt,
+	};
+
+	ev_key(&ev, &fi->key);
+	rxp_pkt_push(pkt, hdrlen);
+	t->cfg.event_cb(t->cfg.event_arg, &ev);
+	rxp_pkt_pull(pkt, hdrlen);
+}
+
+void dfr_ev_overlap(struct rxp_defrag_table *t, const struct dfr_queue *q, uint32_t start,
+		    uint32_t end, bool differ, bool dup)
+{
+	struct rxp_defrag_event ev = {.type = RXP_DEFRAG_EV_OVERLAP,
+				      .qid = q->qid,
+				      .off = start,
+				      .end = end,
+				      .differ = differ,
+				      .dup = dup};
+
+	ev_key(&ev, &q->key);
+	t->cfg.event_cb(t->cfg.event_arg, &ev);
+}
+
+/* ---- outcomes, each counted here and only here ----------------------------- */
+
+/* A fragment refused before any queue took it (memory, queue cap, a
+ * datagram given up under pressure, no run node): a failed reassembly and
+ * a memory drop. q is its queue if it has one (for the event). Consumes
+ * pkt, whose data is hdrlen bytes past its IP header. */
+static __attribute__((cold)) void refuse(struct rxp_defrag_table *t, struct dfr_queue *q,
+					 const struct dfr_info *fi, struct rxp_pkt *pkt,
+					 uint32_t hdrlen, enum rxp_drop_reason r)
 {
 	t->c.ReasmFails++;
 	t->c.mem_drops++;
+	if (t->cfg.event_cb)
+		ev_frag(t, q, fi, pkt, hdrlen, RXP_DEFRAG_EV_REFUSED, r);
 	frag_drop(t, pkt, r);
 }
 
@@ -300,10 +360,45 @@ static void drain_drop(void *arg, struct rxp_pkt *p)
 	frag_drop(a->t, p, a->r);
 }
 
-static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
+/* Count q as given up for r, with its event; its fragments are the
+ * caller's to drop. */
+static void count_giveup(struct rxp_defrag_table *t, const struct dfr_queue *q,
+			 enum rxp_drop_reason r)
+{
+	switch (r) {
+	case RXP_DROP_TEARDOWN:
+		break; /* not a failure */
+	case RXP_DROP_FRAG_TIMEOUT:
+		t->c.ReasmTimeout++;
+		t->c.ReasmFails++;
+		break;
+	case RXP_DROP_FRAG_OVERLAP:
+		t->c.ReasmOverlaps++;
+		t->c.ReasmFails++;
+		break;
+	case RXP_DROP_FRAG_EVICT:
+		t->c.evictions++;
+		t->c.ReasmFails++;
+		break;
+	case RXP_DROP_FRAG_MAX_DIST:
+		t->c.max_dist_flushes++;
+		t->c.ReasmFails++;
+		break;
+	default:
+		t->c.ReasmFails++;
+		break;
+	}
+	if (t->cfg.event_cb)
+		ev_queue(t, q, RXP_DEFRAG_EV_GIVEUP, r);
+}
+
+/* Give q up for r: counted, its fragments dropped; q stays in the table,
+ * empty. */
+static void giveup(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
 {
 	struct drain_arg a = {t, r};
 
+	count_giveup(t, q, r);
 	dfr_queue_for_each_drain(t, q, drain_drop, &a);
 	t->c.mem -= q->mem;
 	q->mem = 0;
@@ -314,6 +409,8 @@ static void queue_empty(struct rxp_defrag_table *t, struct dfr_queue *q, enum rx
  * longer be found or expire. queue_release() must follow. */
 static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
+	unsigned f = dfr_fifo_idx(q);
+
 	if (q->slot != DFR_DISPLACED) {
 		t->la[q->slot] = 0;
 	} else {
@@ -324,15 +421,17 @@ static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q)
 		*pp = q->hnext;
 		t->ndisplaced--;
 	}
-	TAILQ_REMOVE(&t->fifo[q->key.family == 6], q, tq);
+	if (rxp_unlikely(t->scan[f] == q))
+		t->scan[f] = TAILQ_NEXT(q, tq);
+	TAILQ_REMOVE(&t->fifo[f], q, tq);
 }
 
 /* An unlinked queue, its fragments gone, back to the free list. */
 static void queue_release(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	t->c.mem -= q->mem + qcharge(t);
+	t->c.mem -= q->mem + dfr_qcharge(t);
 	t->c.queues--;
-	q->in_use = false;
+	t->src[q->src].nq--;
 	q->key.family = 0; /* no key matches it */
 	TAILQ_INSERT_HEAD(&t->freel, q, tq);
 }
@@ -344,15 +443,24 @@ static void queue_free(struct rxp_defrag_table *t, struct dfr_queue *q)
 	queue_release(t, q);
 }
 
-static void queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
+void dfr_queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r)
 {
-	queue_empty(t, q, r);
+	giveup(t, q, r);
 	queue_free(t, q);
+}
+
+/* Kill q and the arriving fragment pkt (data past its header, which its
+ * discard hook gets back) for r. Consumes pkt. */
+static void kill_with(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		      enum rxp_drop_reason r)
+{
+	dfr_queue_kill(t, q, r);
+	frag_drop(t, pkt, r);
 }
 
 static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 {
-	struct dfr_fifo *f = &t->fifo[q->key.family == 6];
+	struct dfr_fifo *f = &t->fifo[dfr_fifo_idx(q)];
 	struct dfr_queue *last = TAILQ_LAST(f, dfr_fifo);
 
 	q->expires = now + (q->key.family == 6 ? t->cfg.timeout_v6_ns : t->cfg.timeout_v4_ns);
@@ -362,22 +470,74 @@ static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 	TAILQ_INSERT_TAIL(f, q, tq);
 }
 
-/* A new queue for k: the one freed last, likely still in cache, in k's
- * slot if that is free, else displaced into the SipHash table (*h is the
- * key's SipHash if hashed, computed here if not). The caller has checked
- * that a queue is free. */
-static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h,
-				   bool hashed, uint32_t slot, uint64_t now)
+/* The slot of k's source: a keyed multiply-xorshift hash of its address
+ * and zone under the table's secret multipliers (random per table), so
+ * nobody can aim sources at another's slot; collisions only share one. */
+uint32_t dfr_src_slot(const struct rxp_defrag_table *t, const struct dfr_key *k)
+{
+	uint64_t x = (t->skey[0] ^ k->zone ^ ((uint64_t)k->family << 32)) * t->skey[1];
+	unsigned n = k->family == 4 ? 4 : 16;
+
+	for (unsigned i = 0; i < n; i += 4) {
+		uint32_t w;
+
+		memcpy(&w, k->addr + i, 4);
+		x = (x ^ w) * t->skey[2];
+		x ^= x >> 29;
+	}
+	return (uint32_t)((x * t->skey[1]) >> 52) % DFR_SRC_SLOTS;
+}
+
+/* A source's standing now (see DFR_CLS_*). */
+uint8_t dfr_src_class(const struct rxp_defrag_table *t, const struct dfr_src *s)
+{
+	uint64_t horizon = 2 * (t->life16 >> 4) + 2 * (uint64_t)(t->gap16[DFR_CLS_GOOD] >> 4) + 1;
+
+	if (s->last_ok && t->seq + 1 - s->last_ok <= horizon)
+		return DFR_CLS_GOOD;
+	if (t->life16 && s->nq && t->seq - s->since > horizon)
+		return DFR_CLS_SUSPECT;
+	return DFR_CLS_NEW;
+}
+
+/* q's datagram completed: its source's standing, and the typical lifetime. */
+static void src_done(struct rxp_defrag_table *t, const struct dfr_queue *q)
+{
+	uint64_t life = t->seq - q->born;
+
+	t->src[q->src].last_ok = t->seq + 1;
+	if (!t->life16)
+		t->life16 = life << 4;
+	else
+		t->life16 += life - (t->life16 >> 4);
+}
+
+/* A queue to use: the one freed last (likely still in cache), else one never
+ * used. The caller has checked that one is free. */
+static struct dfr_queue *queue_take(struct rxp_defrag_table *t)
 {
 	struct dfr_queue *q = TAILQ_FIRST(&t->freel);
 
-	TAILQ_REMOVE(&t->freel, q, tq);
+	if (q) {
+		TAILQ_REMOVE(&t->freel, q, tq);
+		return q;
+	}
+	return &t->qarr[t->nused++];
+}
+
+/* A new queue for k, in k's slot if that is free, else displaced into the
+ * SipHash table (*h is the key's SipHash if hashed, computed here if not).
+ * The caller has checked that a queue is free. */
+static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h,
+				   bool hashed, uint32_t slot, uint64_t now)
+{
+	struct dfr_queue *q = queue_take(t);
+
 	/* Lines 0, 1 and 3; the prefetch hints (line 2) are read only below
 	 * nfrags. */
 	memset(q, 0, offsetof(struct dfr_queue, pf));
 	memset(&q->tq, 0, DFR_QUEUE_HOT - offsetof(struct dfr_queue, tq));
 	q->key = *k;
-	q->in_use = true;
 	if (!t->la[slot]) {
 		t->la[slot] = (uint32_t)(q - t->qarr) + 1;
 		q->slot = slot;
@@ -385,7 +545,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 		struct dfr_queue **b;
 
 		if (!hashed)
-			h = key_hash(t, k);
+			h = dfr_key_hash(t, k);
 		b = bucket(t, h);
 		q->hash = (uint32_t)h;
 		q->slot = DFR_DISPLACED;
@@ -393,14 +553,10 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 		*b = q;
 		t->ndisplaced++;
 	}
-	if (k->family == 4 && t->cfg.max_dist > 0) {
-		/* Once per queue: the source's slot, keyed so that nobody can
-		 * aim other sources at it. Collisions only share a counter. */
-		uint64_t ph;
-
-		crypto_shorthash((unsigned char *)&ph, k->addr, 4, t->hkey);
-		q->peer = (uint32_t)(ph % DFR_PEER_SLOTS);
-	}
+	q->src = dfr_src_slot(t, k);
+	q->pst = (uint8_t)(dfr_src_class(t, &t->src[q->src]) << 1);
+	if (!t->src[q->src].nq++)
+		t->src[q->src].since = t->seq;
 	RB_INIT(&q->runs);
 	if (t->blockmem) {
 		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
@@ -408,29 +564,24 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	}
 	arm(t, q, now);
 	q->last_seq = (uint32_t)t->seq;
+	q->born = t->seq;
+	q->qid = ++t->next_qid;
 	t->c.queues++;
-	t->c.mem += qcharge(t);
+	t->c.mem += dfr_qcharge(t);
 	if (t->c.mem > t->c.mem_high_water)
 		t->c.mem_high_water = t->c.mem;
 	return q;
-}
-
-static void queue_timeout(struct rxp_defrag_table *t, struct dfr_queue *q)
-{
-	t->c.ReasmTimeout++;
-	t->c.ReasmFails++;
-	queue_kill(t, q, RXP_DROP_FRAG_TIMEOUT);
 }
 
 unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns)
 {
 	unsigned n = 0;
 
-	for (int f = 0; f < 2; f++) {
+	for (int f = 0; f < DFR_NFIFO; f++) {
 		struct dfr_queue *q;
 
 		while ((q = TAILQ_FIRST(&t->fifo[f])) && q->expires <= now_ns) {
-			queue_timeout(t, q);
+			dfr_queue_kill(t, q, RXP_DROP_FRAG_TIMEOUT);
 			n++;
 		}
 	}
@@ -441,56 +592,13 @@ void rxp_defrag_table_destroy(struct rxp_defrag_table *t)
 {
 	if (!t)
 		return;
-	for (int f = 0; f < 2; f++) {
+	for (int f = 0; f < DFR_NFIFO; f++) {
 		struct dfr_queue *q;
 
 		while ((q = TAILQ_FIRST(&t->fifo[f])))
-			queue_kill(t, q, RXP_DROP_TEARDOWN);
+			dfr_queue_kill(t, q, RXP_DROP_TEARDOWN);
 	}
 	table_free(t);
-}
-
-/* Fill in 1/1024: bytes received over the datagram length (65535 while the
- * last fragment is missing). */
-static uint32_t fill_of(uint32_t meat, uint32_t len, bool last)
-{
-	uint32_t denom = last ? len : DFR_MAXLEN;
-
-	if (!denom)
-		return 0;
-	return (uint32_t)((uint64_t)meat * 1024u / denom);
-}
-
-static uint32_t queue_fill(const struct dfr_queue *q)
-{
-	return fill_of(q->meat, q->len, q->flags & DFR_F_LAST);
-}
-
-/* Evict queues, oldest first, until need bytes and (with want_q) a free
- * queue are available. A queue goes if it is less filled than cand_fill
- * (what the arriving fragment's queue will be) or stale; keep (the arriving
- * fragment's own queue) never goes. */
-static bool make_room(struct rxp_defrag_table *t, uint64_t need, bool want_q,
-		      const struct dfr_queue *keep, uint32_t cand_fill)
-{
-	unsigned scanned = 0;
-
-	for (int f = 0; f < 2; f++) {
-		struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]), *nx;
-
-		for (; q && scanned < DFR_EVICT_SCAN; q = nx, scanned++) {
-			if (t->c.mem + need <= t->cfg.mem_limit && (!want_q || has_free(t)))
-				return true;
-			nx = TAILQ_NEXT(q, tq);
-			if (q == keep || (queue_fill(q) >= cand_fill &&
-					  (uint32_t)t->seq - q->last_seq <= DFR_STALE_FRAGS))
-				continue;
-			t->c.evictions++;
-			t->c.ReasmFails++;
-			queue_kill(t, q, RXP_DROP_FRAG_EVICT);
-		}
-	}
-	return t->c.mem + need <= t->cfg.mem_limit && (!want_q || has_free(t));
 }
 
 /*
@@ -537,22 +645,26 @@ static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint
 {
 	uint32_t start, end;
 
-	end = ++t->peer_rid[q->peer];
+	end = ++t->src[q->src].rid;
 	start = q->rid;
 	q->rid = end;
 	if (!q->nfrags || end - start <= (uint32_t)t->cfg.max_dist)
 		return;
 	/* Too many fragments from this source since our last one: the queue
-	 * is likely stale; restart it, timer included (as Linux). */
-	t->c.ReasmFails++;
-	t->c.max_dist_flushes++;
-	queue_empty(t, q, RXP_DROP_FRAG_MAX_DIST);
-	q->meat = q->len = q->max_size = q->max_df_size = 0;
+	 * is likely stale; restart it, timer included (as Linux), as a new
+	 * datagram. */
+	giveup(t, q, RXP_DROP_FRAG_MAX_DIST);
+	q->meat = q->len = q->max_size = q->max_df_size = q->gapmax = 0;
 	q->flags = q->ecn_mask = 0;
+	q->pst &= (uint8_t)~DFR_P_SKIPPED;
 	q->nblocks = 0;
 	if (q->blocks)
 		memset(q->blocks, 0, DFR_BLOCK_BYTES);
-	TAILQ_REMOVE(&t->fifo[0], q, tq);
+	q->born = t->seq;
+	q->qid = ++t->next_qid;
+	if (t->scan[dfr_fifo_idx(q)] == q)
+		t->scan[dfr_fifo_idx(q)] = TAILQ_NEXT(q, tq);
+	TAILQ_REMOVE(&t->fifo[dfr_fifo_idx(q)], q, tq);
 	arm(t, q, now);
 }
 
@@ -587,13 +699,13 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q,
 			      const struct rxp_pkt *last, bool prefetched)
 {
 	uint8_t ecn = ecn_combine(q->ecn_mask);
+	enum rxp_drop_reason fail = RXP_DROP_NOMEM;
 	struct rxp_pkt *res;
 	uint64_t tstamp;
 	int r;
 
 	if (ecn == 0xff) {
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_ECN);
+		dfr_queue_kill(t, q, RXP_DROP_FRAG_ECN);
 		return NULL;
 	}
 	if (!prefetched)
@@ -605,27 +717,32 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q,
 	res = t->cfg.policy == RXP_DEFRAG_STRICT ? dfr_runs_build(t, q) : dfr_policy_build(t, q);
 	t->c.mem -= q->mem;
 	q->mem = 0;
-	q->nfrags = 0;
-	if (!res) {
-		t->c.ReasmFails++;
-		queue_release(t, q);
-		return NULL;
-	}
+	if (!res)
+		goto failed; /* its fragments are dropped (NOMEM) */
 	if (q->key.family == 4)
 		r = dfr_ipv4_finish(res, q, q->len, ecn, q->max_df_size == q->max_size);
 	else
 		r = dfr_ipv6_finish(res, q, q->len, ecn);
-	queue_release(t, q);
 	if (r) {
-		t->c.ReasmFails++;
-		rxp_pkt_drop(res, (enum rxp_drop_reason) - r);
-		return NULL;
+		fail = (enum rxp_drop_reason) - r;
+		rxp_pkt_drop(res, fail);
+		goto failed;
 	}
+	if (t->cfg.event_cb)
+		ev_queue(t, q, RXP_DEFRAG_EV_DONE, 0);
+	src_done(t, q);
+	q->nfrags = 0;
+	queue_release(t, q);
 	res->network_off = (uint16_t)(res->data - res->head);
 	res->transport_off = 0xffff;
 	res->tstamp_ns = tstamp;
 	t->c.ReasmOKs++;
 	return res;
+failed:
+	count_giveup(t, q, fail);
+	q->nfrags = 0;
+	queue_release(t, q);
+	return NULL;
 }
 
 /* The queue of key k or NULL. *slot gets the key's slot; *h the key's
@@ -646,7 +763,7 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 	}
 	if (!t->ndisplaced)
 		return NULL;
-	*h = key_hash(t, k);
+	*h = dfr_key_hash(t, k);
 	*hashed = true;
 	for (q = *bucket(t, *h); q; q = q->hnext)
 		if (q->hash == (uint32_t)*h && key_eq(&q->key, k))
@@ -655,10 +772,18 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 }
 
 /* What a refused insert (dfr_runs_insert / dfr_policy_insert result r)
- * does to the fragment and its queue. Consumes pkt. */
-static __attribute__((noinline, cold)) void
-insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, int r)
+ * does to the fragment and its queue. Consumes pkt (data past its header). */
+static __attribute__((noinline, cold)) void insert_failed(struct rxp_defrag_table *t,
+							  struct dfr_queue *q,
+							  const struct dfr_info *fi,
+							  struct rxp_pkt *pkt, int r)
 {
+	if ((r == DFR_DUP || r == DFR_OVERLAP) && t->cfg.event_cb) {
+		uint32_t lo, hi;
+		bool differ = dfr_runs_compare(q, pkt, fi->off, fi->end, &lo, &hi);
+
+		dfr_ev_overlap(t, q, lo, hi, differ, r == DFR_DUP);
+	}
 	switch (r) {
 	case DFR_DUP:
 		/* Not for the discard hook: its bytes are already queued. */
@@ -666,94 +791,156 @@ insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *p
 		rxp_pkt_drop(pkt, RXP_DROP_FRAG_DUP);
 		return;
 	case DFR_OVERLAP:
-		t->c.ReasmOverlaps++;
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_OVERLAP);
-		frag_drop(t, pkt, RXP_DROP_FRAG_OVERLAP);
+		kill_with(t, q, pkt, RXP_DROP_FRAG_OVERLAP);
 		return;
 	case DFR_NOMEM:
 		/* No run node: refused like a fragment over the memory cap;
 		 * a queue this fragment created goes with it. */
-		if (!q->nfrags)
+		if (!q->nfrags) {
 			queue_free(t, q);
-		mem_refuse(t, pkt, RXP_DROP_NOMEM);
+			q = NULL;
+		}
+		refuse(t, q, fi, pkt, fi->hdrlen, RXP_DROP_NOMEM);
 		return;
 	default: /* DFR_TOO_MANY */
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_TOO_MANY);
-		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_MANY);
+		kill_with(t, q, pkt, RXP_DROP_FRAG_TOO_MANY);
 		return;
 	}
 }
 
-struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
-				uint64_t now_ns)
+/* Parse pkt: 1 for a fragment (fi filled, trimmed to its IP length, header
+ * linear), 0 for a packet that is not one (the caller returns it), -1 when
+ * pkt was consumed (dropped, or an atomic fragment; *out then says what to
+ * return). */
+static int classify(struct rxp_defrag_table *t, struct rxp_pkt *pkt, struct dfr_info *fi,
+		    uint32_t zone, struct rxp_pkt **out)
 {
-	struct dfr_info fi;
-	struct dfr_queue *q;
-	struct dfr_cb *cb = dfr_cb(pkt);
 	uint8_t vbuf;
 	const uint8_t *v =
 		rxp_pkt_headlen(pkt) ? pkt->data : rxp_pkt_header_pointer(pkt, 0, 1, &vbuf);
-	bool atomic = false, strict = t->cfg.policy == RXP_DEFRAG_STRICT, prefetched = false;
-	uint32_t flen, tsize;
-	uint64_t h = 0;
-	uint32_t slot;
-	bool hashed;
+	bool atomic = false;
+	uint32_t flen;
 	int r;
 
+	*out = NULL;
 	if (!v)
-		return pkt;
+		return 0;
 	if ((*v >> 4) == 4)
-		r = dfr_ipv4_parse(pkt, &fi, zone);
+		r = dfr_ipv4_parse(pkt, fi, zone);
 	else if ((*v >> 4) == 6)
-		r = dfr_ipv6_parse(pkt, &fi, zone, &atomic);
+		r = dfr_ipv6_parse(pkt, fi, zone, t->cfg.zone_all_v6, &atomic);
 	else
-		return pkt;
+		return 0;
 	if (r < 0) {
 		t->c.invalid++;
 		rxp_pkt_drop(pkt, (enum rxp_drop_reason) - r);
-		return NULL;
+		return -1;
 	}
 	if (r == 0 && !atomic)
-		return pkt;
+		return 0;
 	t->c.ReasmReqds++;
 	/* cb->hdrlen is read only by the discard hook (frag_drop); without
 	 * one, a fragment appended in order never touches the cache line of
 	 * its metadata that holds cb. */
 	if (t->cfg.discard_cb)
-		cb->hdrlen = 0; /* only what we read: the rest of cb is set on insert */
-	flen = fi.end - fi.off;
-	if ((pkt->len != fi.hdrlen + flen && rxp_pkt_trim(pkt, fi.hdrlen + flen)) ||
-	    (rxp_pkt_headlen(pkt) < fi.hdrlen && !rxp_pkt_may_pull(pkt, fi.hdrlen))) {
+		dfr_cb(pkt)->hdrlen = 0; /* the rest of cb is set on insert */
+	flen = fi->end - fi->off;
+	if ((pkt->len != fi->hdrlen + flen && rxp_pkt_trim(pkt, fi->hdrlen + flen)) ||
+	    (rxp_pkt_headlen(pkt) < fi->hdrlen && !rxp_pkt_may_pull(pkt, fi->hdrlen))) {
 		t->c.ReasmFails++;
 		rxp_pkt_drop(pkt, RXP_DROP_NOMEM);
-		return NULL;
+		return -1;
 	}
-	if (atomic) {
-		pkt = rxp_pkt_unshare(pkt);
-		if (!pkt)
-			return NULL;
-		r = dfr_ipv6_strip(pkt, &fi);
-		if (r) {
-			rxp_pkt_drop(pkt, (enum rxp_drop_reason) - r);
-			return NULL;
-		}
-		pkt->network_off = (uint16_t)(pkt->data - pkt->head);
-		t->c.ReasmOKs++;
-		return pkt;
+	if (!atomic)
+		return 1;
+	pkt = rxp_pkt_unshare(pkt);
+	if (!pkt)
+		return -1;
+	r = dfr_ipv6_strip(pkt, fi);
+	if (r) {
+		rxp_pkt_drop(pkt, (enum rxp_drop_reason) - r);
+		return -1;
 	}
+	pkt->network_off = (uint16_t)(pkt->data - pkt->head);
+	t->c.ReasmOKs++;
+	*out = pkt;
+	return -1;
+}
 
+/* Linux's consistency rules on the datagram's end, applied to q for fi:
+ * false when q must be discarded. */
+static bool end_ok(struct dfr_queue *q, const struct dfr_info *fi)
+{
+	if (!fi->mf) {
+		if (fi->end < q->len || ((q->flags & DFR_F_LAST) && fi->end != q->len))
+			return false;
+		q->flags |= DFR_F_LAST;
+		q->len = fi->end;
+	} else if (fi->end > q->len) {
+		if (q->flags & DFR_F_LAST)
+			return false;
+		q->len = fi->end;
+	}
+	return fi->end != fi->off;
+}
+
+/* pkt, of tsize bytes, is now q's: the queue's accounting, its typical
+ * gap, and what the first fragment and the largest one tell. */
+static void accepted(struct rxp_defrag_table *t, struct dfr_queue *q, const struct dfr_info *fi,
+		     struct rxp_pkt *pkt, uint32_t tsize)
+{
+	uint32_t seq = (uint32_t)t->seq, flen = fi->end - fi->off;
+
+	if (q->nfrags < DFR_PF) {
+		q->pf[q->nfrags] = pkt;
+		q->pg[q->nfrags] = pkt->head_page;
+	}
+	if (q->nfrags)
+		dfr_gap_note(t, q, seq - q->last_seq);
+	q->nfrags++;
+	q->last_seq = seq;
+	q->mem += tsize;
+	t->c.mem += tsize;
+	if (t->c.mem > t->c.mem_high_water)
+		t->c.mem_high_water = t->c.mem;
+	q->meat = t->cfg.policy == RXP_DEFRAG_STRICT ? q->meat + flen : q->nblocks * 8u;
+	if (fi->off == 0 && !(q->flags & DFR_F_FIRST)) {
+		q->flags |= DFR_F_FIRST;
+		q->hdr0 = pkt->data - fi->hdrlen;
+		q->pkt0 = pkt;
+		q->hdrlen = fi->hdrlen;
+		q->nhoff = fi->nhoff;
+		q->nexthdr = fi->nexthdr;
+	}
+	q->ecn_mask |= (uint8_t)(1u << fi->ecn);
+	if (fi->hdrlen + flen > q->max_size)
+		q->max_size = fi->hdrlen + flen;
+	if (fi->df && fi->hdrlen + flen > q->max_df_size)
+		q->max_df_size = fi->hdrlen + flen;
+}
+
+struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+				uint64_t now_ns)
+{
+	bool strict = t->cfg.policy == RXP_DEFRAG_STRICT, prefetched = false, hashed;
+	struct rxp_pkt *out;
+	struct dfr_info fi;
+	struct dfr_queue *q;
+	uint32_t tsize, slot;
+	uint64_t h = 0;
+	int r;
+
+	r = classify(t, pkt, &fi, zone, &out);
+	if (r <= 0)
+		return r ? out : pkt;
+	t->seq++; /* the table's clock for gaps and ages: fragments seen */
 	q = lookup(t, &fi.key, &h, &hashed, &slot);
 	if (q && q->expires <= now_ns) {
-		queue_timeout(t, q);
+		dfr_queue_kill(t, q, RXP_DROP_FRAG_TIMEOUT);
 		q = NULL;
 	}
 	tsize = pkt->truesize;
-	if (strict && q &&
-	    (q->flags | (fi.off == 0 ? DFR_F_FIRST : 0) | (!fi.mf ? DFR_F_LAST : 0)) ==
-		    (DFR_F_FIRST | DFR_F_LAST) &&
-	    q->meat + flen == (!fi.mf || fi.end > q->len ? fi.end : q->len)) {
+	if (strict && q && dfr_completes(q, &fi)) {
 		/* This fragment will most likely complete the datagram: start
 		 * fetching the others (and its own second line, which building
 		 * reads, and page header, which freeing the datagram reads)
@@ -763,117 +950,48 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 		__builtin_prefetch(pkt->head_page);
 		prefetched = true;
 	}
-	if (t->cfg.pressure == RXP_DEFRAG_PRESSURE_LINUX) {
-		if (t->c.mem > t->cfg.mem_limit || (!q && !has_free(t))) {
-			mem_refuse(t, pkt,
-				   q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
-						    : RXP_DROP_FRAG_QUEUE_LIMIT);
-			return NULL;
-		}
-	} else if (rxp_unlikely(t->c.mem + tsize + (q ? 0 : qcharge(t)) > t->cfg.mem_limit ||
-				(!q && !has_free(t)))) {
-		/* Over the cap (or out of queues): decide who goes. */
-		uint8_t fl = (q ? q->flags : 0) | (fi.off == 0 ? DFR_F_FIRST : 0) |
-			     (!fi.mf ? DFR_F_LAST : 0);
-		uint32_t len = !fi.mf ? fi.end : (q && q->len > fi.end ? q->len : fi.end);
-		uint32_t meat = (q ? q->meat : 0) + flen;
-		/* In policy mode an overlapping fragment adds no new bytes, so
-		 * its length says nothing: only strict mode may exempt it. */
-		bool completes = strict && fl == (DFR_F_FIRST | DFR_F_LAST) && meat == len;
-		uint64_t need = tsize + (q ? 0 : qcharge(t));
-
-		/* A fragment that completes its datagram leaves the table at
-		 * once with its queue, so it is always let in. */
-		if (!completes && !make_room(t, need, !q, q, fill_of(meat, len, fl & DFR_F_LAST))) {
-			mem_refuse(t, pkt,
-				   q || has_free(t) ? RXP_DROP_FRAG_MEM_LIMIT
-						    : RXP_DROP_FRAG_QUEUE_LIMIT);
-			return NULL;
-		}
-		if (!q && !has_free(t)) {
-			mem_refuse(t, pkt, RXP_DROP_FRAG_QUEUE_LIMIT);
+	if (rxp_unlikely(!dfr_fits(t, tsize, !q) || (!q && dfr_tombs_live(t)))) {
+		r = dfr_pressure(t, &q, &fi, h, hashed, tsize);
+		if (r) {
+			refuse(t, q, &fi, pkt, 0, (enum rxp_drop_reason)r);
 			return NULL;
 		}
 	}
 	if (!q)
 		q = queue_new(t, &fi.key, h, hashed, slot, now_ns);
-
 	if (fi.key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now_ns);
-
-	/* Linux's consistency rules on the datagram's end. */
-	if (!fi.mf) {
-		if (fi.end < q->len || ((q->flags & DFR_F_LAST) && fi.end != q->len))
-			goto discard_q;
-		q->flags |= DFR_F_LAST;
-		q->len = fi.end;
-	} else if (fi.end > q->len) {
-		if (q->flags & DFR_F_LAST)
-			goto discard_q;
-		q->len = fi.end;
-	}
-	if (fi.end == fi.off)
-		goto discard_q;
-	/* Strict mode fails a datagram over 65535 bytes when it completes, as
-	 * Linux does; policy mode must refuse it now, because its block map and
-	 * build buffers are sized for 65535 (the arriving fragment and the
-	 * queue go, counted once as a failure). */
-	if (!strict && fi.hdrlen + fi.end > DFR_MAXLEN) {
-		t->c.ReasmFails++;
-		queue_kill(t, q, RXP_DROP_FRAG_TOO_BIG);
-		frag_drop(t, pkt, RXP_DROP_FRAG_TOO_BIG);
+	if (!end_ok(q, &fi)) {
+		kill_with(t, q, pkt, RXP_DROP_FRAG_INVALID);
 		return NULL;
 	}
-
-	if (strict) {
-		pkt = copy_out(t, pkt, &tsize);
-		cb = dfr_cb(pkt);
+	/* Strict mode fails a datagram over 65535 bytes when it completes, as
+	 * Linux does; policy mode must refuse it now, because its block map and
+	 * build buffers are sized for 65535. */
+	if (!strict && fi.hdrlen + fi.end > DFR_MAXLEN) {
+		kill_with(t, q, pkt, RXP_DROP_FRAG_TOO_BIG);
+		return NULL;
 	}
+	if (strict)
+		pkt = copy_out(t, pkt, &tsize);
 	rxp_pkt_pull(pkt, fi.hdrlen);
 	if (t->cfg.discard_cb)
-		cb->hdrlen = fi.hdrlen;
+		dfr_cb(pkt)->hdrlen = fi.hdrlen;
 	if (!strict) {
-		cb->off = fi.off;
-		cb->end = fi.end;
+		dfr_cb(pkt)->off = fi.off;
+		dfr_cb(pkt)->end = fi.end;
 	}
 	r = strict ? dfr_runs_insert(t, q, pkt, fi.off, fi.end) : dfr_policy_insert(t, q, pkt);
 	if (rxp_unlikely(r != DFR_OK)) {
-		insert_failed(t, q, pkt, r);
+		insert_failed(t, q, &fi, pkt, r);
 		return NULL;
 	}
-	if (q->nfrags < DFR_PF) {
-		q->pf[q->nfrags] = pkt;
-		q->pg[q->nfrags] = pkt->head_page;
-	}
-	q->nfrags++;
-	q->last_seq = (uint32_t)++t->seq;
-	q->mem += tsize;
-	t->c.mem += tsize;
-	if (t->c.mem > t->c.mem_high_water)
-		t->c.mem_high_water = t->c.mem;
-	q->meat = strict ? q->meat + flen : q->nblocks * 8u;
-	if (fi.off == 0 && !(q->flags & DFR_F_FIRST)) {
-		q->flags |= DFR_F_FIRST;
-		q->hdr0 = pkt->data - fi.hdrlen;
-		q->pkt0 = pkt;
-		q->hdrlen = fi.hdrlen;
-		q->nhoff = fi.nhoff;
-		q->nexthdr = fi.nexthdr;
-	}
-	q->ecn_mask |= (uint8_t)(1u << fi.ecn);
-	if (fi.hdrlen + flen > q->max_size)
-		q->max_size = fi.hdrlen + flen;
-	if (fi.df && fi.hdrlen + flen > q->max_df_size)
-		q->max_df_size = fi.hdrlen + flen;
+	accepted(t, q, &fi, pkt, tsize);
+	if (rxp_unlikely(t->cfg.event_cb))
+		ev_frag(t, q, &fi, pkt, fi.hdrlen, RXP_DEFRAG_EV_FRAG, 0);
 	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
 	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
 		return finish(t, q, pkt, prefetched);
-	return NULL;
-
-discard_q:
-	t->c.ReasmFails++;
-	queue_kill(t, q, RXP_DROP_FRAG_INVALID);
-	frag_drop(t, pkt, RXP_DROP_FRAG_INVALID);
 	return NULL;
 }
 

@@ -17,6 +17,7 @@
 
 #include <string.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/defrag.h"
 #include "rxpath/wire.h"
 
@@ -101,9 +102,10 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
  * per-fragment state, and the prefetch hints; the bucket chain and hash
  * only for a displaced queue); line 3 when a queue
  * is created, freed or restarted, in policy mode, and for each IPv4
- * fragment while max_dist is on (peer and rid); lines 4 and 5 (the small
+ * fragment while max_dist is on (src and rid); lines 4 and 5 (the small
  * run arrays) by fragments out of order; line 6 by the first DFR_PF
- * fragments and at completion. Queues are cache-line aligned in
+ * fragments and at completion; line 7 at creation and by the pressure
+ * policy and events. Queues are cache-line aligned in
  * the table's array. */
 #define DFR_SMALL_RUNS 8u
 #define DFR_DISPLACED UINT32_MAX /* dfr_queue.slot: in the SipHash table */
@@ -121,16 +123,17 @@ struct dfr_queue {
 	uint64_t expires;
 	struct rxp_pkt *tail; /* strict: last fragment of the last run */
 	struct dfr_tree runs; /* strict, tree form */
-	uint32_t last_seq; /* table fragment count at the last accept (mod 2^32) */
+	uint32_t last_seq; /* t->seq at its last fragment (mod 2^32) */
 	uint32_t first_off; /* strict: where the first run starts (one run) */
-	uint64_t mem;
+	uint32_t mem; /* truesize of its fragments (at most 8192 of them) */
+	uint32_t gapmax; /* its longest gap between two fragments, in t->seq */
 	uint32_t tail_end; /* strict: where tail ends, and so the last run;
 				    * kept here so that appending in order
 				    * touches no older fragment's cb */
 	uint32_t len, meat;
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
 	uint8_t nsmall; /* strict: runs in the small arrays (0: not that form) */
-	uint8_t spare;
+	uint8_t pst; /* pressure: its class (DFR_CLS_*) << 1 | DFR_P_SKIPPED */
 	struct dfr_run *last_run; /* strict: the last run's node in tree form */
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
@@ -146,10 +149,10 @@ struct dfr_queue {
 	uint32_t nblocks; /* policy: blocks set */
 	uint32_t max_df_size;
 	uint32_t rid;
-	uint32_t peer; /* IPv4: slot of the source's max_dist counter */
+	uint32_t src; /* its source's slot in t->src */
 	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
-	bool in_use;
+	uint8_t spare3;
 	uint32_t slot; /* its slot in t->la, or DFR_DISPLACED */
 	/* Lines 4-5: strict, small form: runs [soff, send) sorted by offset,
 	 * and their tails (the last run's end and tail are tail_end and
@@ -165,18 +168,65 @@ struct dfr_queue {
 	struct rxp_pkt *pkt0; /* the offset-0 fragment, once here: the
 			       * result, whose second line and frag array
 			       * completion writes (a hint) */
+	/* Line 7: at creation, and for pressure decisions and events. */
+	uint64_t born; /* t->seq when it was made: pressure's age order */
+	uint64_t qid; /* for events */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 1 starts at expires");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 2 starts at pf");
 _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 3 starts at tq");
 _Static_assert(offsetof(struct dfr_queue, soff) == 256, "dfr_queue small runs start at line 4");
 _Static_assert(offsetof(struct dfr_queue, pg) == 384, "dfr_queue page hints are line 6");
-_Static_assert(sizeof(struct dfr_queue) == 448, "dfr_queue is seven cache lines");
+_Static_assert(offsetof(struct dfr_queue, born) == 448, "dfr_queue line 7 starts at born");
+_Static_assert(sizeof(struct dfr_queue) == 512, "dfr_queue is eight cache lines");
 #define DFR_QUEUE_HOT offsetof(struct dfr_queue, soff) /* what queue_new clears */
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
 
-#define DFR_PEER_SLOTS 4096u
+/* Sources, by a keyed hash of (family, address, zone) into DFR_SRC_SLOTS
+ * (collisions only share a slot): each one's max_dist counter, how many
+ * queues it holds, and when it last completed a datagram. Pressure ranks
+ * queues by the standing of their source when they were made (cls):
+ *   GOOD     the source completed a datagram within the horizon (two
+ *            typical lifetimes of a completed queue, and two gaps);
+ *   SUSPECT  it has held queues for longer than the horizon and completed
+ *            nothing in it;
+ *   NEW      anything else: a source that just started, or any source
+ *            before the table has completed a datagram (no horizon yet).
+ * A FragmentSmack sender becomes SUSPECT a horizon after it starts; a
+ * sender whose datagrams complete is GOOD. Queues are kept in one timer FIFO per
+ * family and class, so each FIFO is in creation (and expiry) order. */
+#define DFR_SRC_SLOTS 4096u
+enum { DFR_CLS_SUSPECT, DFR_CLS_NEW, DFR_CLS_GOOD, DFR_NCLS };
+#define DFR_NFIFO (2 * DFR_NCLS)
+struct dfr_src {
+	uint32_t rid; /* IPv4 fragments seen from it (max_dist) */
+	uint32_t nq; /* queues it holds */
+	uint64_t last_ok; /* t->seq at its last completion + 1; 0: never */
+	uint64_t since; /* t->seq when it last went from no queue to one */
+};
+
+#define DFR_P_SKIPPED 1u /* a gap unlike its others: it missed a fragment */
+
+/* q's class: its source's standing when it was made. */
+static inline unsigned dfr_cls(const struct dfr_queue *q)
+{
+	return q->pst >> 1;
+}
+
+static inline unsigned dfr_fifo_idx(const struct dfr_queue *q)
+{
+	return (q->key.family == 6) + 2u * dfr_cls(q);
+}
+
+/* Datagrams given up under pressure, a set of DFR_TOMB_WAYS per cache
+ * line: keyed tags of their keys and when a fragment of each was last seen
+ * (t->seq). See defrag_pressure.c. */
+#define DFR_TOMB_WAYS 8
+struct dfr_tomb {
+	uint32_t tag[DFR_TOMB_WAYS]; /* 0: empty */
+	uint32_t seq[DFR_TOMB_WAYS];
+} __attribute__((aligned(64)));
 
 struct rxp_defrag_table {
 	struct rxp_defrag_config cfg;
@@ -187,11 +237,28 @@ struct rxp_defrag_table {
 	uint32_t lamask;
 	uint32_t *la; /* slots: queue index + 1, 0 for none; see la_index() */
 	uint32_t ndisplaced; /* queues in the SipHash table */
-	struct dfr_queue *qarr;
-	struct dfr_fifo freel; /* free queues, linked through tq */
-	struct dfr_fifo fifo[2]; /* 0: IPv4, 1: IPv6 */
-	uint64_t seq; /* fragments accepted so far */
-	uint32_t *peer_rid;
+	struct dfr_queue *qarr; /* max_queues, mapped; touched as used */
+	size_t qarr_bytes;
+	uint32_t nused; /* queues of qarr handed out at least once */
+	struct dfr_fifo freel; /* released queues, linked through tq */
+	struct dfr_fifo fifo[DFR_NFIFO]; /* by dfr_fifo_idx(): family, class */
+	uint64_t seq; /* fragments seen so far (atomic ones aside): the clock of
+		       * gaps, ages and pressure's order */
+	uint64_t next_qid;
+	/* Per class: moving averages of queues' gaps, and of |gap - average|,
+	 * times 16. */
+	uint32_t gap16[DFR_NCLS];
+	uint32_t dev16[DFR_NCLS];
+	/* Pressure (defrag_pressure.c): the stale scan's place in each FIFO,
+	 * and the tags of datagrams given up under pressure. */
+	struct dfr_queue *scan[DFR_NFIFO];
+	struct dfr_tomb *tomb;
+	size_t tomb_bytes;
+	uint32_t tmask;
+	uint64_t tomb_until; /* t->seq past which no tag can be alive */
+	struct dfr_src *src;
+	uint64_t skey[3]; /* the source hash's secret multipliers */
+	uint64_t life16; /* moving average of completed queues' lifetimes, x16 */
 	uint8_t *blockmem; /* policy: 1 KiB per queue */
 	uint16_t *owner; /* policy: scratch, one entry per payload byte */
 	struct rxp_pkt **fragv; /* policy: scratch, fragments in arrival order */
@@ -200,8 +267,100 @@ struct rxp_defrag_table {
 	 * node, so a cold node costs a write, not a stalled load) */
 	struct dfr_run **runfree;
 	uint32_t nrunfree, runcap; /* runcap: every node there is */
+	uint32_t runnext; /* nodes below this were handed out at least once */
 	struct dfr_run *runmem;
 };
+
+/* What a queue costs in memory beyond its fragments. */
+static inline uint32_t dfr_qcharge(const struct rxp_defrag_table *t)
+{
+	return (uint32_t)sizeof(struct dfr_queue) +
+	       (t->cfg.policy != RXP_DEFRAG_STRICT ? 1024u /* DFR_BLOCK_BYTES */ : 0);
+}
+
+static inline bool dfr_has_free(const struct rxp_defrag_table *t)
+{
+	return !TAILQ_EMPTY(&t->freel) || t->nused < t->cfg.max_queues;
+}
+
+/* Whether tsize more bytes (and, for newq, a new queue) fit under the cap. */
+static inline bool dfr_fits(const struct rxp_defrag_table *t, uint64_t tsize, bool newq)
+{
+	if (!newq)
+		return t->c.mem + tsize <= t->cfg.mem_limit;
+	return t->c.mem + tsize + dfr_qcharge(t) <= t->cfg.mem_limit && dfr_has_free(t);
+}
+
+/* Whether fi's fragment would complete strict queue q (no overlap in it). */
+static inline bool dfr_completes(const struct dfr_queue *q, const struct dfr_info *fi)
+{
+	uint8_t fl = q->flags | (fi->off == 0 ? DFR_F_FIRST : 0) | (!fi->mf ? DFR_F_LAST : 0);
+	uint32_t len = !fi->mf || fi->end > q->len ? fi->end : q->len;
+
+	return fl == (DFR_F_FIRST | DFR_F_LAST) && q->meat + (fi->end - fi->off) == len;
+}
+
+/* Gaps are counted in fragments the table saw (t->seq); longer ones count
+ * as this long (a datagram that waited that long is stale whatever else). */
+#define DFR_GAP_MAX (1u << 24)
+
+/* How far a gap of about g may stray, in class cls, before it is not the
+ * steady gap of datagrams taking turns: four typical deviations, and an
+ * eighth of g (the deviation is a moving average, and turns shift a little
+ * as datagrams of other sizes come and go). */
+static inline uint32_t dfr_gap_margin(const struct rxp_defrag_table *t, unsigned cls, uint32_t g)
+{
+	return 4 * (t->dev16[cls] >> 4) + g / 8 + 1;
+}
+
+/* A gap seen in class c (a queue's, or a datagram's that was given up
+ * under pressure and is remembered): the class's moving averages of gaps
+ * and of their deviation (1/16 per gap; the first gap seen sets the
+ * average). Returns gap, at most DFR_GAP_MAX. dfr_gap_note(): a fragment
+ * came gap fragments (t->seq) after q's previous one: q's
+ * longest gap, its class's moving averages of gaps and of their deviation
+ * from the average (1/16 per gap; the first gap seen sets the average), and
+ * whether this gap is unlike q's earlier ones by more than the margin:
+ * datagrams that take turns with the others come at a steady gap, and one
+ * that skips a turn has most likely lost a fragment (a shuffled order does
+ * not change the gap, only which fragment comes). Classes keep their own
+ * averages, so a flood's irregular gaps do not blur a sender's steady ones. */
+static inline uint32_t dfr_gap_avg(struct rxp_defrag_table *t, unsigned c, uint32_t gap)
+{
+	uint32_t avg, dev;
+
+	if (gap > DFR_GAP_MAX)
+		gap = DFR_GAP_MAX;
+	if (rxp_unlikely(!t->gap16[c]))
+		t->gap16[c] = gap << 4;
+	avg = t->gap16[c] >> 4;
+	dev = gap > avg ? gap - avg : avg - gap;
+	t->gap16[c] += gap - avg;
+	t->dev16[c] += dev - (t->dev16[c] >> 4);
+	return gap;
+}
+
+static inline void dfr_gap_note(struct rxp_defrag_table *t, struct dfr_queue *q, uint32_t gap)
+{
+	unsigned c = dfr_cls(q);
+
+	gap = dfr_gap_avg(t, c, gap);
+	if (q->gapmax) {
+		uint32_t d = gap > q->gapmax ? gap - q->gapmax : q->gapmax - gap;
+
+		if (d > dfr_gap_margin(t, c, q->gapmax))
+			q->pst |= DFR_P_SKIPPED;
+	}
+	if (gap > q->gapmax)
+		q->gapmax = gap;
+}
+
+/* Whether a datagram given up under pressure may still be remembered, so
+ * that a fragment without a queue must be looked up in the tags. */
+static inline bool dfr_tombs_live(const struct rxp_defrag_table *t)
+{
+	return t->seq < t->tomb_until;
+}
 
 #define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
 #define DFR_POLICY_MAX_FRAGS 8192u
@@ -260,7 +419,8 @@ static inline int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi,
 	return 1;
 }
 
-int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool *atomic);
+int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool zone_all,
+		   bool *atomic);
 /* Fix the header of a result whose data is at the IP header and whose
  * linear part holds the header; payload bytes = plen. 0 or -reason. */
 int dfr_ipv4_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen, uint8_t ecn,
@@ -268,6 +428,26 @@ int dfr_ipv4_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t ple
 int dfr_ipv6_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen, uint8_t ecn);
 /* Remove the fragment header of a v6 atomic fragment in place. */
 int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
+
+/* The table (defrag.c). */
+uint64_t dfr_key_hash(const struct rxp_defrag_table *t, const struct dfr_key *k);
+/* Give q up for r (counted once, its event, its fragments dropped) and free it. */
+void dfr_queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r);
+/* k's source's slot in t->src, and a source's standing now (DFR_CLS_*). */
+uint32_t dfr_src_slot(const struct rxp_defrag_table *t, const struct dfr_key *k);
+uint8_t dfr_src_class(const struct rxp_defrag_table *t, const struct dfr_src *s);
+/* An OVERLAP event for q (the caller checked that there is an event hook). */
+void dfr_ev_overlap(struct rxp_defrag_table *t, const struct dfr_queue *q, uint32_t start,
+		    uint32_t end, bool differ, bool dup);
+
+/* The pressure policy (defrag_pressure.c), for a fragment fi of tsize bytes
+ * that does not fit, or that would open a queue while tags of datagrams
+ * given up may be alive; *qp is its queue or NULL; h is the key's SipHash
+ * when hashed. Returns 0 when it may be queued (room was made; a new queue
+ * may be made), or the drop reason for it; *qp is then NULL if its queue
+ * was given up. */
+int dfr_pressure(struct rxp_defrag_table *t, struct dfr_queue **qp, const struct dfr_info *fi,
+		 uint64_t h, bool hashed, uint32_t tsize);
 
 /* Queue storage (defrag_queue.c). insert returns DFR_OK (the queue owns
  * pkt), DFR_DUP, DFR_OVERLAP, DFR_NOMEM (strict: no run node left) or
@@ -285,6 +465,11 @@ bool dfr_policy_complete(const struct dfr_queue *q);
  * every fragment (RXP_DROP_NOMEM). */
 struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q);
 struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q);
+/* Strict q, against the fragment pkt (payload [off, end), data at its
+ * payload) that the runs found a duplicate or overlap: the range both hold
+ * ([*lo, *hi)) and whether their bytes there differ. Reads only. */
+bool dfr_runs_compare(const struct dfr_queue *q, const struct rxp_pkt *pkt, uint32_t off,
+		      uint32_t end, uint32_t *lo, uint32_t *hi);
 /* Call fn on every fragment of q and empty it. */
 void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
 			      void (*fn)(void *, struct rxp_pkt *), void *arg);

@@ -70,7 +70,8 @@ static bool zone_scoped(const uint8_t *a)
 	return a[0] == 0xff || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
 }
 
-int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool *atomic)
+int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool zone_all,
+		   bool *atomic)
 {
 	struct rxp_ipv6hdr buf;
 	struct rxp_frag6hdr fbuf;
@@ -118,7 +119,7 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	fo = ntohs(fh->frag_off);
 	fi->key.family = 6;
 	fi->key.id = ntohl(fh->id);
-	fi->key.zone = zone_scoped(ip->daddr) ? zone : 0;
+	fi->key.zone = zone_all || zone_scoped(ip->daddr) ? zone : 0;
 	memcpy(fi->key.addr, ip->saddr, 16);
 	memcpy(fi->key.addr + 16, ip->daddr, 16);
 	fi->hdrlen = (uint16_t)(pos + RXP_IPV6_FRAGHDR_LEN);

@@ -42,11 +42,13 @@ static int run_cmp(struct dfr_run *a, struct dfr_run *b)
 
 RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
 
-/* All run nodes are made with the table (no allocation on the data path):
- * as many as the fragments the memory cap can hold (each run holds one at
- * least, and a fragment is charged its metadata at least), within
- * [DFR_RUNS_MIN, DFR_RUNS_MAX]. Past that a fragment that needs a node is
- * refused as one over the cap would be (mem_drops). */
+/* All run nodes are reserved with the table (no allocation on the data
+ * path): as many as the fragments the memory cap can hold (each run holds
+ * one at least, and a fragment is charged its metadata at least), within
+ * [DFR_RUNS_MIN, DFR_RUNS_MAX]. They are handed out in address order the
+ * first time (runnext) and then reused from a free stack, so a table that
+ * never needs many touches few of them. Past that a fragment that needs a
+ * node is refused as one over the cap would be (mem_drops). */
 int dfr_runs_init(struct rxp_defrag_table *t)
 {
 	uint64_t n = t->cfg.mem_limit / RXP_PKT_META_TRUESIZE;
@@ -56,19 +58,25 @@ int dfr_runs_init(struct rxp_defrag_table *t)
 	t->runfree = malloc((size_t)n * sizeof(t->runfree[0]));
 	if (!t->runmem || !t->runfree)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		t->runfree[i] = &t->runmem[n - 1 - i];
-	t->nrunfree = t->runcap = (uint32_t)n;
+	t->nrunfree = t->runnext = 0;
+	t->runcap = (uint32_t)n;
 	return 0;
 }
 
+static inline uint32_t runs_left(const struct rxp_defrag_table *t)
+{
+	return t->nrunfree + (t->runcap - t->runnext);
+}
+
 /* A node from the table's free stack (most recently freed first, so likely
- * still in cache); NULL when none is left. */
+ * still in cache), else one never used; NULL when none is left. */
 static inline struct dfr_run *run_get(struct rxp_defrag_table *t)
 {
-	if (rxp_unlikely(!t->nrunfree))
+	if (rxp_likely(t->nrunfree))
+		return t->runfree[--t->nrunfree];
+	if (rxp_unlikely(t->runnext == t->runcap))
 		return NULL;
-	return t->runfree[--t->nrunfree];
+	return &t->runmem[t->runnext++];
 }
 
 static inline void run_put(struct rxp_defrag_table *t, struct dfr_run *n)
@@ -82,7 +90,7 @@ void dfr_runs_fini(struct rxp_defrag_table *t)
 	free(t->runfree);
 	t->runmem = NULL;
 	t->runfree = NULL;
-	t->nrunfree = t->runcap = 0;
+	t->nrunfree = t->runcap = t->runnext = 0;
 }
 
 /* The head of the run whose tail is p: its fragments are linked backwards. */
@@ -100,7 +108,7 @@ static __attribute__((noinline, cold)) int small_to_tree(struct rxp_defrag_table
 {
 	unsigned last = q->nsmall - 1u;
 
-	if (t->nrunfree < q->nsmall)
+	if (runs_left(t) < q->nsmall)
 		return DFR_NOMEM;
 	q->send[last] = q->tail_end;
 	q->stail[last] = q->tail;
@@ -434,6 +442,70 @@ bool dfr_policy_complete(const struct dfr_queue *q)
 	return q->nblocks == (q->len + 7) / 8;
 }
 
+/* One run for dfr_runs_compare: its fragments p (tail first, linked
+ * backwards) end at rend; widen [*lo, *hi) by what they share with
+ * [off, end) of pkt and say whether any shared byte differs. */
+static bool run_compare(const struct rxp_pkt *p, uint32_t rend, const struct rxp_pkt *pkt,
+			uint32_t off, uint32_t end, uint32_t *lo, uint32_t *hi)
+{
+	uint8_t a[256], b[256];
+	bool differ = false;
+
+	for (uint32_t cur = rend; p; cur -= p->len, p = p->next) {
+		uint32_t ps = cur - p->len, s = ps > off ? ps : off, e = cur < end ? cur : end;
+
+		if (s >= e)
+			continue;
+		if (s < *lo)
+			*lo = s;
+		if (e > *hi)
+			*hi = e;
+		for (uint32_t x = s; x < e && !differ; x += sizeof(a)) {
+			uint32_t k = e - x < sizeof(a) ? e - x : (uint32_t)sizeof(a);
+
+			if (rxp_pkt_copy_bits(p, x - ps, a, k) ||
+			    rxp_pkt_copy_bits(pkt, x - off, b, k))
+				break;
+			differ = memcmp(a, b, k) != 0;
+		}
+	}
+	return differ;
+}
+
+bool dfr_runs_compare(const struct dfr_queue *q, const struct rxp_pkt *pkt, uint32_t off,
+		      uint32_t end, uint32_t *lo, uint32_t *hi)
+{
+	bool differ = false;
+
+	*lo = UINT32_MAX;
+	*hi = 0;
+	if (!q->tail) {
+		/* empty */
+	} else if (q->nsmall) {
+		unsigned last = q->nsmall - 1u;
+
+		for (unsigned i = 0; i <= last; i++)
+			differ |= run_compare(i == last ? q->tail : q->stail[i],
+					      i == last ? q->tail_end : q->send[i], pkt, off, end,
+					      lo, hi);
+	} else if (!q->last_run) {
+		differ = run_compare(q->tail, q->tail_end, pkt, off, end, lo, hi);
+	} else {
+		struct dfr_run *n;
+
+		RB_FOREACH(n, dfr_tree, (struct dfr_tree *)&q->runs)
+		{
+			bool l = n == q->last_run;
+
+			differ |= run_compare(l ? q->tail : n->tail, l ? q->tail_end : n->end, pkt,
+					      off, end, lo, hi);
+		}
+	}
+	if (*lo > *hi)
+		*lo = *hi = off;
+	return differ;
+}
+
 /* Run fn on every fragment in q (which takes it over), leaving q empty. */
 void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
 			      void (*fn)(void *, struct rxp_pkt *), void *arg)
@@ -525,7 +597,7 @@ struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q
 	memset(t->owner, 0xff, total * sizeof(t->owner[0]));
 	for (i = 0; i < n; i++) {
 		struct dfr_cb *cb = dfr_cb(t->fragv[i]);
-		uint32_t lo = UINT32_MAX, hi = 0;
+		uint32_t lo = UINT32_MAX, hi = 0, fresh = 0;
 		bool differ = false;
 
 		if (!first && cb->off == 0)
@@ -538,6 +610,7 @@ struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q
 			if (o == 0xffff) {
 				t->owner[b] = (uint16_t)i;
 				t->pdata[b] = v;
+				fresh++;
 				continue;
 			}
 			if (b < lo)
@@ -559,6 +632,8 @@ struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q
 			};
 			t->cfg.overlap_cb(t->cfg.overlap_arg, &ov);
 		}
+		if (hi && t->cfg.event_cb)
+			dfr_ev_overlap(t, q, lo, hi, differ, !fresh);
 	}
 	out = rxp_pkt_alloc(first->pool, q->hdrlen + total);
 	if (out) {

@@ -85,7 +85,8 @@ else bad "cut capture: rc $rc read $read_n out $out_n sum $sum"; cat err; fi
 # snaplen-truncated fragments pass unchanged and are counted
 editcap -F pcap -s 200 flight.pcap snap.pcap
 D --json snap.pcap o_snap.pcap >j 2>err || bad "snap: rc $?"
-if [ "$(jget j snaplen_cut)" -eq 800 ] && [ "$(jget j reassembled)" -eq 0 ] &&
+if [ "$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["frames"]["truncated"])' j)" -eq 800 ] &&
+	[ "$(jget j reassembled)" -eq 0 ] &&
 	[ "$(tshark -r snap.pcap -T fields -e frame.len -e frame.cap_len -e frame.time_epoch 2>/dev/null | md5sum)" = \
 	  "$(tshark -r o_snap.pcap -T fields -e frame.len -e frame.cap_len -e frame.time_epoch 2>/dev/null | md5sum)" ]; then
 	ok "snaplen-cut fragments: 800 passed unchanged, counted"
@@ -173,6 +174,19 @@ if cmp -s o_all.pcap o_strict.pcap && [ "$(jget j policy_differences)" -eq 3 ] &
 	! grep -q "id 1 " err; then
 	ok "--policy all: 3 datagrams differ (last vs the rest, strict drops overlaps), OUT as strict"
 else bad "--policy all"; cat err; fi
+
+# --report: one of each event, the reassembled datagrams' frames as tshark's
+D --timeout 30 --report rep.jsonl --json events.pcap o_ev.pcap >j 2>err || bad "--report: rc $?"
+if $PY "$H" report events.pcap rep.jsonl >res; then ok "--report: $(tail -1 res)"
+else bad "--report"; cat res; fi
+D --timeout 30 events.pcap o.pcap 2>err
+grep -q "IP reassembly statistics" err && grep -q "^IPv4 " err &&
+	grep -q "Datagrams given up, by reason: overlap 1 timeout 2 end_of_input 2" err && grep -q "^IPv4 *12 *3 *2.33 *3$" err &&
+	ok "summary table" || { bad "summary table"; cat err; }
+[ "$(jget j overlaps)" -eq 2 ] && [ "$(jget j overlaps_differ)" -eq 1 ] && [ "$(jget j tiny_fragments)" -eq 7 ] && [ "$(jget j df_fragments)" -eq 2 ] &&
+	ok "--json families, overlaps, tiny, DF" || bad "--json report counts"
+D --report events.pcap events.pcap o.pcap 2>err
+[ $? -eq 2 ] && grep -q "would overwrite" err && ok "--report IN refused" || bad "--report IN"
 
 # a limit that loses datagrams says how many and which option keeps them
 D --max-queues 10 --json flight.pcap o.pcap >j 2>err

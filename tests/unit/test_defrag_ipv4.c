@@ -474,14 +474,18 @@ static void test_forward_keeps_boundaries(void **state)
 	env_down(&e);
 }
 
-/* Memory pressure: sparse old queues fill the cap; evict mode still
- * completes a new datagram, Linux mode drops it. */
-static void pressure_run(enum rxp_defrag_pressure pr, uint64_t *oks, uint64_t *evictions)
+/* Memory pressure: sparse queues that never get another fragment fill the
+ * cap. Evict mode learns the gap at which datagrams come back (from the
+ * ones it had to refuse), finds the sparse queues overdue, reaps them, and
+ * completes what follows; the first new datagram, refused while nothing was
+ * known, stays refused to the end (its datagram is remembered as given up).
+ * Linux mode drops every fragment while over the cap. Memory never goes
+ * over the cap in evict mode. */
+static void pressure_run(enum rxp_defrag_pressure pr, uint64_t *oks, uint64_t *stale)
 {
 	struct env e;
 	struct rxp_defrag_config c = {.pressure = pr, .mem_limit = 64 * 1024};
 	uint8_t *pl = dt_payload(1600, 3);
-	struct rxp_pkt *r = NULL;
 
 	env_up(&e, &c);
 	for (uint16_t id = 0; id < 200; id++) {
@@ -489,55 +493,70 @@ static void pressure_run(enum rxp_defrag_pressure pr, uint64_t *oks, uint64_t *e
 
 		assert_null(in4(&e, &s, pl, 8, 8, true, id));
 	}
-	assert_true(dt_ctr(e.t).mem <= 64 * 1024 + 4096);
-	struct dt4 d = {.id = 999};
-	assert_null(in4(&e, &d, pl, 0, 800, true, 1000));
-	r = in4(&e, &d, pl, 800, 800, false, 1000);
-	if (r)
-		rxp_pkt_consume(r);
+	for (uint16_t id = 1000; id < 1050; id++) {
+		struct dt4 d = {.id = id};
+		struct rxp_pkt *r;
+
+		assert_null(in4(&e, &d, pl, 0, 800, true, 1000));
+		r = in4(&e, &d, pl, 800, 800, false, 1000);
+		if (r) {
+			dt_check_payload(r, 20, pl, 1600);
+			rxp_pkt_consume(r);
+		}
+		if (pr == RXP_DEFRAG_PRESSURE_EVICT)
+			assert_true(dt_ctr(e.t).mem <= 64 * 1024);
+	}
 	*oks = dt_ctr(e.t).ReasmOKs;
-	*evictions = dt_ctr(e.t).evictions;
+	*stale = dt_ctr(e.t).evict_stale;
 	assert_true(dt_ctr(e.t).mem_drops > 0);
+	assert_true(dt_ctr(e.t).mem_high_water <= 64 * 1024 + 4096);
 	free(pl);
 	env_down(&e);
 }
 
 static void test_pressure_policy(void **state)
 {
-	uint64_t oks, ev;
+	uint64_t oks, stale;
 
-	pressure_run(RXP_DEFRAG_PRESSURE_EVICT, &oks, &ev);
-	assert_int_equal(oks, 1);
-	assert_true(ev > 0);
-	pressure_run(RXP_DEFRAG_PRESSURE_LINUX, &oks, &ev);
+	pressure_run(RXP_DEFRAG_PRESSURE_EVICT, &oks, &stale);
+	assert_int_equal(oks, 49);
+	assert_true(stale > 0);
+	pressure_run(RXP_DEFRAG_PRESSURE_LINUX, &oks, &stale);
 	assert_int_equal(oks, 0);
-	assert_int_equal(ev, 0);
+	assert_int_equal(stale, 0);
 }
 
-/* A nearly complete queue is not evicted for a new sparse one. */
-static void test_pressure_protects_nearly_complete(void **state)
+/* Finish what was started: an open queue still being fed is not pushed out
+ * by newcomers that do not fit; they go instead, once overdue (the open
+ * queue sets the gap: a fragment every four), and its last fragment
+ * completes it. */
+static void test_pressure_protects_open_queue(void **state)
 {
 	struct env e;
 	struct rxp_defrag_config c = {.mem_limit = 40 * 1024};
 	uint8_t *pl = dt_payload(12000, 3);
 	struct dt4 d = {.id = 1};
-	struct rxp_pkt *r;
+	struct rxp_pkt *r = NULL;
+	uint16_t id = 100;
 
 	env_up(&e, &c);
-	/* 7 of 8 fragments of a 12000-byte datagram (the last one included). */
-	for (uint32_t off = 1496; off < 11968; off += 1496)
-		assert_null(in4(&e, &d, pl, off, 1496, off + 1496 < 11968, 0));
-	/* Sparse newcomers cannot push it out. */
-	for (uint16_t id = 100; id < 200; id++) {
-		struct dt4 s = {.id = id, .src = htonl(0x0c000000u + id)};
+	/* 8 fragments of a 12000-byte datagram, three newcomers after each. */
+	for (uint32_t off = 0; off < 11968; off += 1496) {
+		r = in4(&e, &d, pl, off, 1496, off + 1496 < 11968, 0);
+		if (off + 1496 < 11968)
+			assert_null(r);
+		for (int i = 0; i < 3; i++, id++) {
+			struct dt4 s = {.id = id, .src = htonl(0x0c000000u + id)};
 
-		rxp_pkt_consume(in4(&e, &s, pl, 8, 8, true, 1));
+			assert_null(in4(&e, &s, pl, 8, 8, true, 1));
+		}
+		assert_true(dt_ctr(e.t).mem <= 40 * 1024);
 	}
-	r = in4(&e, &d, pl, 0, 1496, true, 2);
 	assert_non_null(r);
 	dt_check_payload(r, 20, pl, 11968);
 	rxp_pkt_consume(r);
-	assert_true(dt_ctr(e.t).mem_drops > 0);
+	assert_true(dt_ctr(e.t).evict_stale > 0);
+	assert_int_equal(dt_ctr(e.t).evict_newest + dt_ctr(e.t).refused_own, 0);
 	free(pl);
 	env_down(&e);
 }
@@ -726,7 +745,7 @@ int main(void)
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_forward_keeps_boundaries),
 		cmocka_unit_test(test_pressure_policy),
-		cmocka_unit_test(test_pressure_protects_nearly_complete),
+		cmocka_unit_test(test_pressure_protects_open_queue),
 		cmocka_unit_test(test_queue_limit),
 		cmocka_unit_test(test_max_dist),
 		cmocka_unit_test(test_fragmentsmack_churn),

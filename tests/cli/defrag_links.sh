@@ -1,0 +1,149 @@
+#!/bin/bash
+# rxpath defrag on every link type and tunnel it reads, against tshark.
+# The kernel in namespace rxp21a sends UDP datagrams (IPv4 and IPv6, some
+# fragmented, one of 65,500 bytes) over a veth to rxp21b and over its own
+# loopback; real tools capture them: tcpdump -i any (LINUX_SLL2), tcpdump -y
+# LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng).
+# tests/tools/defrag_links.py then wraps the veth capture's packets in every
+# other link layer and tunnel (scapy), writes captures where the same
+# fragments travel through two tunnels that differ only in key or endpoint,
+# and a pcapng whose interfaces have different link types.
+# For each capture: what tshark reassembles from it (UDP length and payload
+# bytes of each datagram) must be exactly what rxpath writes, with no
+# fragment left and no bad checksum it made; per tunnel for the others.
+# Needs root, ip, tcpdump, dumpcap, tshark, ethtool and scapy in
+# /usr/bin/python3: exits 77 without them.
+set -u -o pipefail
+RXPATH=${RXPATH:-$(dirname "$0")/../../build/release/rxpath}
+SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+PY=/usr/bin/python3
+LINKS="$SRC/tests/tools/defrag_links.py"
+if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root (network namespaces)"; exit 77; fi
+for t in ip tcpdump dumpcap tshark ethtool flock; do
+	command -v $t >/dev/null || { echo "SKIP: $t missing (scripts/deps.sh)"; exit 77; }
+done
+if ! $PY -c 'import scapy' 2>/dev/null; then echo "SKIP: scapy missing in $PY"; exit 77; fi
+# Namespace names are fixed: one such test at a time on the machine.
+if [ -z "${RXP_NETNS_LOCKED:-}" ]; then
+	RXP_NETNS_LOCKED=1 exec flock -w 900 /tmp/rxpath-netns.lock bash "$0" "$@"
+fi
+A=rxp21a B=rxp21b
+T=$(mktemp -d)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	ip netns del $A 2>/dev/null
+	ip netns del $B 2>/dev/null
+	if [ -n "${RXP_KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+ip netns del $A 2>/dev/null; ip netns del $B 2>/dev/null
+ip netns add $A && ip netns add $B || { echo "SKIP: cannot create namespaces"; exit 77; }
+ip link add rxp21a0 netns $A type veth peer name rxp21b0 netns $B || { echo "SKIP: no veth"; exit 77; }
+ip -n $A link set rxp21a0 address 02:21:00:00:00:01
+ip -n $B link set rxp21b0 address 02:21:00:00:00:02
+ip -n $A addr add 10.21.0.1/24 dev rxp21a0
+ip -n $B addr add 10.21.0.2/24 dev rxp21b0
+ip -n $A addr add fd21::1/64 dev rxp21a0 nodad
+ip -n $B addr add fd21::2/64 dev rxp21b0 nodad
+# Checksums filled in by the sender, not left to an offload that a veth
+# never does: the captures then hold valid ones.
+ip netns exec $A ethtool -K rxp21a0 tx off >/dev/null
+ip netns exec $B ethtool -K rxp21b0 tx off >/dev/null
+ip -n $A link set lo mtu 1500 up; ip -n $B link set lo up
+ip -n $A link set rxp21a0 up; ip -n $B link set rxp21b0 up
+
+capture() { # namespace, log name, tool and arguments
+	local ns=$1 log=$2
+	shift 2
+	ip netns exec "$ns" "$@" >"$T/$log.log" 2>&1 &
+	PIDS+=($!)
+}
+TD="tcpdump -B 16384 --immediate-mode -U"
+capture $B eth $TD -i rxp21b0 -w "$T/eth.pcap"
+capture $B sll2 $TD -i any -w "$T/sll2.pcap"
+capture $B sll $TD -i any -y LINUX_SLL -w "$T/sll.pcap"
+capture $B dumpcap dumpcap -q -B 16 -i rxp21b0 -w "$T/dumpcap.pcapng"
+capture $A lo $TD -i lo -w "$T/lo.pcap"
+for _ in $(seq 100); do
+	n=$(grep -lE "listening on|Capturing on" "$T"/*.log 2>/dev/null | wc -l)
+	[ "$n" -ge 5 ] && break
+	sleep 0.1
+done
+[ "$n" -ge 5 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
+ip netns exec $A $PY - <<'EOF' || { echo "FAIL: send"; exit 1; }
+import socket, time
+def send(fam, dst, sizes):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    for i, n in enumerate(sizes):
+        s.sendto(bytes((i * 7 + j * 13 + n + fam) & 255 for j in range(n)), (dst, 9999))
+        time.sleep(0.05)  # five captures at once: give each time to keep up
+send(socket.AF_INET, "10.21.0.2", (3000, 4000, 1200, 5000, 65500))
+send(socket.AF_INET6, "fd21::2", (3000, 4000, 1200, 5000, 20000))
+send(socket.AF_INET, "127.0.0.1", (3000, 1200, 9000))
+send(socket.AF_INET6, "::1", (3000, 1200, 9000))
+EOF
+sleep 1
+for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
+for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+PIDS=()
+ip netns del $A; ip netns del $B
+
+fail=0
+linktype() { od -An -tu4 -j20 -N4 "$1" | tr -d ' '; } # a pcap file's header
+# Each capture through rxpath now; the comparisons, two at a time, after.
+run() { # kind, capture, datagrams sent in it
+	local k=$1 in=$2 out="$T/out_$1.pcap"
+	if ! "$RXPATH" defrag "$in" "$out" 2>"$T/err_$k"; then
+		echo "FAIL: $k: rxpath defrag failed"; cat "$T/err_$k"; fail=1; return
+	fi
+	echo "$k $in $out $3" >>"$T/checks"
+}
+# The real tools' link types are what this test says they are.
+[ "$(linktype "$T/sll2.pcap")" = 276 ] || { echo "FAIL: tcpdump -i any did not write LINUX_SLL2 ($(linktype "$T/sll2.pcap"))"; fail=1; }
+[ "$(linktype "$T/sll.pcap")" = 113 ] || { echo "FAIL: tcpdump -y LINUX_SLL did not write LINUX_SLL"; fail=1; }
+# Every datagram sent must be in every capture (10 over the veth, 6 on lo).
+run tcpdump_eth "$T/eth.pcap" 10
+run tcpdump_any_sll2 "$T/sll2.pcap" 10
+run tcpdump_sll "$T/sll.pcap" 10
+run dumpcap_pcapng "$T/dumpcap.pcapng" 10
+run tcpdump_lo "$T/lo.pcap" 6
+mkdir "$T/w"
+kinds=$($PY "$LINKS" wrap "$T/eth.pcap" "$T/w" 2>/dev/null) || { echo "FAIL: wrap"; exit 1; }
+for k in $kinds; do
+	case $k in ipv4 | ipv6) n=5 ;; *) n=10 ;; esac
+	run "$k" "$T/w/$k.pcap" $n
+done
+$PY "$LINKS" check-list "$T/checks" 2>&1 | grep -v '^Running as user' || fail=1
+for k in $($PY "$LINKS" collide "$T/eth.pcap" "$T/w" 2>/dev/null); do
+	"$RXPATH" defrag "$T/w/$k.pcap" "$T/out_$k.pcap" 2>"$T/err_$k" || { echo "FAIL: $k"; fail=1; continue; }
+	if res=$($PY "$LINKS" check-collide "$T/w" "$T/out_$k.pcap" "${k#collide_}" 2>&1); then
+		echo "ok: $k: $res"
+	else
+		echo "FAIL: $k: $res"; fail=1
+	fi
+done
+# A pcapng whose six interfaces have six link types: each frame is read with
+# its own. (libpcap refuses such files; until the reader that reads them is
+# in, this case says so and is left out.)
+$PY "$LINKS" mixed "$T/eth.pcap" "$T/mixed.pcapng" 2>/dev/null || { echo "FAIL: mixed"; fail=1; }
+if ! "$RXPATH" defrag "$T/mixed.pcapng" "$T/out_mixed.pcapng" 2>"$T/err_mixed"; then
+	if grep -q "different from the type of the first interface" "$T/err_mixed"; then
+		echo "SKIP: mixed-link pcapng: this rxpath's reader refuses it ($(tail -1 "$T/err_mixed"))"
+	else
+		echo "FAIL: mixed-link pcapng"; cat "$T/err_mixed"; fail=1
+	fi
+elif res=$($PY "$LINKS" check "$T/mixed.pcapng" "$T/out_mixed.pcapng" 10 2>&1); then
+	echo "ok: mixed-link pcapng: $res"
+else
+	echo "FAIL: mixed-link pcapng: $res"; fail=1
+fi
+# The 65,500-byte datagram does not fit back into its tunnel: said and counted.
+"$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" >"$T/json" 2>&1
+$PY -c 'import json,sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[-1])["frames"]
+assert d["too_big"] == 1 and d["stripped"] == 1 and d["tunnel_datagrams"] >= 8, d' "$T/json" \
+	|| { echo "FAIL: vxlan too_big"; cat "$T/json"; fail=1; }
+grep -q "too big for their outer headers" "$T/json" || { echo "FAIL: no too-big warning"; fail=1; }
+[ $fail -eq 0 ] && echo "defrag_links: all passed"
+exit $fail
