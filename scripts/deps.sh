@@ -6,8 +6,10 @@ set -euo pipefail
 PKGS=(
 	build-essential cmake ninja-build pkg-config clang llvm
 	libpcap-dev libxdp-dev libbpf-dev libsodium-dev libbsd-dev libcmocka-dev
+	libwiretap-dev libwsutil-dev libglib2.0-dev
 	libdpdk-dev libmimalloc-dev libjemalloc-dev
-	python3 python3-scapy tshark tcpdump tcpreplay iperf3 iproute2 ethtool gnuplot-nox valgrind
+	python3 python3-scapy tshark tcpdump zstd gzip tcpreplay iperf3 iproute2 ethtool gnuplot-nox
+	valgrind
 )
 
 missing=()

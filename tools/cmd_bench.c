@@ -16,7 +16,9 @@
 
 #include "cmd.h"
 
-static const char *const known[] = {"pool", "ring", "defrag", "goodput", "ipid", "tipc"};
+static const char *const known[] = {
+	"pool", "ring", "defrag", "goodput", "ipid", "tipc", "defrag-cli",
+};
 
 /* What a full run adds to a benchmark's own defaults: callgrind instruction
  * counts, stable where this shared machine's times are not (left out of
@@ -142,9 +144,9 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: rxpath bench [--out DIR] [--quick] [NAME...]\n\n"
 		   "Runs the component benchmarks (all that are built when no NAME is given:\n"
-		   "pool, ring, defrag, goodput, ipid, tipc), each comparing rxpath with its\n"
-		   "baselines (DPDK, malloc, the kernel) in the same run, median of at least 5\n"
-		   "runs.\n"
+		   "pool, ring, defrag, goodput, ipid, tipc, defrag-cli), each comparing rxpath\n"
+		   "with its baselines (DPDK, malloc, the kernel, tshark, cp) in the same run,\n"
+		   "median of at least 5 runs.\n"
 		   "Writes DIR/<name>.csv, DIR/summary.md and plots, where DIR defaults to\n"
 		   "bench/results/<YYYY-MM-DD>.\n\n"
 		   "  --out DIR   where to write results\n"

@@ -265,4 +265,32 @@ void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag
 const char *rxp_defrag_policy_name(enum rxp_defrag_policy p);
 int rxp_defrag_policy_parse(const char *name, enum rxp_defrag_policy *p);
 
+/* ---- sizing (src/net/defrag_sizing.c) ---------------------------------- */
+
+/* A program that feeds rxp_defrag() itself (examples/defrag_pcap.c), rather
+ * than through rxpath's workers, owns two duties: it runs the timers, by
+ * calling rxp_defrag_expire(t, now) with its clock (every packet, or every
+ * few milliseconds), since the table has no thread of its own; and it hands
+ * over packets whose data is at the IP header, link, VLAN and tunnel
+ * headers stripped (rxp_pkt_pull) and frames cut short by a snaplen left
+ * out (their fragments cannot complete). Its pool must hold what the cap
+ * allows: */
+
+#define RXP_DEFRAG_MEM_DEFAULT (4u << 20) /* mem_limit 0 */
+#define RXP_DEFRAG_QUEUES_MAX (1u << 24) /* the largest max_queues */
+
+struct rxp_pktpool_config;
+
+/* Set pc's n_pkts, n_bufs and n_large so that a table with cfg's
+ * mem_limit can fill to its cap from a pool made with pc (its buf_size,
+ * large_size and headroom as set, 0 for the defaults), plus margin packets
+ * for the caller's own use (frames being read, datagrams being written).
+ * A pool carves objects lazily, so a big cap costs nothing until used. */
+void rxp_defrag_pool_config(const struct rxp_defrag_config *cfg, unsigned margin,
+			    struct rxp_pktpool_config *pc);
+/* The most queues mem_limit can hold (each holds at least one packet of a
+ * small buffer), at most RXP_DEFRAG_QUEUES_MAX: a max_queues that never
+ * binds before memory does. */
+uint32_t rxp_defrag_queues_for_mem(uint64_t mem_limit);
+
 #endif

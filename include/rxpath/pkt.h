@@ -134,6 +134,16 @@ void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint
 struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line);
 #define rxp_pkt_alloc(pp, size) rxp_pkt_alloc_at((pp), (size), __FILE__, __LINE__)
 
+/* A linear packet holding a copy of len bytes at data (after the pool's
+ * headroom, so layers may push headers): data is at the first byte,
+ * network_off and transport_off unset, tstamp_ns 0. NULL with errno
+ * ENOMEM when the pool is empty or len exceeds its largest buffer (counted
+ * alloc_fail), EINVAL without a pool. The caller owns the packet. */
+struct rxp_pkt *rxp_pkt_from_bytes_at(struct rxp_pktpool *pp, const void *data, uint32_t len,
+				      const char *file, int line);
+#define rxp_pkt_from_bytes(pp, data, len) \
+	rxp_pkt_from_bytes_at((pp), (data), (len), __FILE__, __LINE__)
+
 /* Build a packet around an existing buffer (what a driver does with a
  * received buffer): the head is [page->addr + buf_off, + buf_size), data at
  * data_off within it, len bytes. Consumes one reference on page, also on

@@ -23,7 +23,8 @@
  *     objects should call it in its loop (rxpath's workers do) and before it
  *     idles, or up to 4 x 127 objects wait in its batches.
  *
- * Memory: n slots, each the object plus a 64-byte header rounded up to an odd
+ * Memory: n slots (reserved at creation but written only when first needed:
+ * see rxp_pool_carved), each the object plus a 64-byte header rounded up to an odd
  * number of cache lines (so that objects a power-of-two count apart do not
  * share cache sets); a byte per object for the owner table; and, per thread
  * whose cache has overflowed, a stash bitmap of n/8 bytes (made then).
@@ -326,5 +327,8 @@ size_t rxp_pool_leak_report(const struct rxp_pool *pool, FILE *out);
 const char *rxp_pool_name(const struct rxp_pool *pool);
 bool rxp_pool_contains(const struct rxp_pool *pool, const void *obj);
 size_t rxp_pool_obj_size(const struct rxp_pool *pool);
+/* Objects made so far: slots are carved lazily, when the free ones run out,
+ * so a pool's memory is touched only as far as it was ever in use. */
+uint32_t rxp_pool_carved(const struct rxp_pool *pool);
 
 #endif

@@ -10,11 +10,19 @@ struct pktpool_tstats {
 	uint64_t consumed;
 } __rxp_cache_aligned;
 
+/* What a head buffer's header is made from when its pool carves it (which
+ * happens after the pool exists, so the pool pointer can be in it). */
+struct pktpool_buf_init {
+	struct rxp_pool *pool;
+	uint32_t size;
+};
+
 struct rxp_pktpool {
 	struct rxp_pool *meta; /* struct rxp_pkt */
 	struct rxp_pool *bufs; /* small head buffers */
 	struct rxp_pool *large; /* large head buffers */
 	uint32_t headroom, buf_size, large_size;
+	struct pktpool_buf_init buf_init, large_init;
 	char name[24];
 	/* [RXP_MAX_THREADS] is shared by threads past the limit: atomics. */
 	struct pktpool_tstats stats[RXP_MAX_THREADS + 1];

@@ -3,8 +3,9 @@
  * built from, plus the per-thread drop counters.
  *
  * A head buffer is an rxp_pool object laid out as [struct rxp_page | bytes]:
- * the page header is initialised once at pool creation, its refcount set to
- * 1 when handed out, and release() returns the object to its pool (through
+ * the page header is initialised once, when the pool first carves the
+ * buffer (so an unused part of a big pool is never touched), its refcount
+ * set to 1 when handed out, and release() returns the object to its pool (through
  * the owner's deferred list when another thread drops the last reference).
  */
 #include <errno.h>
@@ -21,14 +22,9 @@ static void buf_release(struct rxp_page *pg)
 	rxp_pool_put(pg->owner, pg);
 }
 
-struct buf_init_arg {
-	struct rxp_pool **pool; /* filled in after creation */
-	uint32_t size;
-};
-
 static void buf_init(void *obj, unsigned idx, void *arg)
 {
-	struct buf_init_arg *a = arg;
+	const struct pktpool_buf_init *a = arg;
 	struct rxp_page *pg = obj;
 
 	(void)idx;
@@ -36,15 +32,17 @@ static void buf_init(void *obj, unsigned idx, void *arg)
 	pg->size = a->size;
 	pg->addr = (uint8_t *)obj + BUF_HDR;
 	pg->release = buf_release;
-	pg->owner = NULL; /* set once the pool exists */
+	pg->owner = a->pool;
 	pg->priv = 0;
 }
 
+/* The pool makes each buffer's header when it first hands the buffer out
+ * (slots are carved lazily), from *a, which lives in the packet pool. */
 static struct rxp_pool *buf_pool_create(const char *base, const char *suffix, unsigned n,
-					uint32_t size, const struct rxp_pktpool_config *cfg)
+					uint32_t size, const struct rxp_pktpool_config *cfg,
+					struct pktpool_buf_init *a)
 {
 	char name[32];
-	struct buf_init_arg a = {.size = size};
 	struct rxp_pool_config pc = {
 		.name = name,
 		.obj_size = BUF_HDR + size,
@@ -52,29 +50,13 @@ static struct rxp_pool *buf_pool_create(const char *base, const char *suffix, un
 		.cache_size = cfg->cache_size,
 		.defer_max = cfg->defer_max,
 		.obj_init = buf_init,
-		.obj_init_arg = &a,
+		.obj_init_arg = a,
 	};
-	struct rxp_pool *p;
-	void **objs;
 
 	snprintf(name, sizeof(name), "%s.%s", base, suffix);
-	p = rxp_pool_create(&pc);
-	if (!p)
-		return NULL;
-	/* Point every buffer at its pool: take them all out and put them back. */
-	objs = malloc(n * sizeof(void *));
-	if (!objs) {
-		rxp_pool_destroy(p);
-		return NULL;
-	}
-	for (unsigned i = 0; i < n; i++) {
-		objs[i] = rxp_pool_get(p);
-		((struct rxp_page *)objs[i])->owner = p;
-	}
-	for (unsigned i = 0; i < n; i++)
-		rxp_pool_put_shared(p, objs[i]);
-	free(objs);
-	return p;
+	a->size = size;
+	a->pool = rxp_pool_create(&pc);
+	return a->pool;
 }
 
 struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg_in)
@@ -121,8 +103,9 @@ struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg_in)
 		snprintf(mname, sizeof(mname), "%s.meta", name);
 		pp->meta = rxp_pool_create(&mc);
 	}
-	pp->bufs = buf_pool_create(name, "buf", cfg.n_bufs, cfg.buf_size, &cfg);
-	pp->large = buf_pool_create(name, "large", cfg.n_large, cfg.large_size, &cfg);
+	pp->bufs = buf_pool_create(name, "buf", cfg.n_bufs, cfg.buf_size, &cfg, &pp->buf_init);
+	pp->large =
+		buf_pool_create(name, "large", cfg.n_large, cfg.large_size, &cfg, &pp->large_init);
 	if (!pp->meta || !pp->bufs || !pp->large) {
 		rxp_pool_destroy(pp->meta);
 		rxp_pool_destroy(pp->bufs);

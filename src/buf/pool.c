@@ -27,7 +27,14 @@
  *     with no read at all (DPDK: 16-19);
  *   - alloc - free summed over threads is the outstanding count; a leak
  *     report finds the outstanding objects as those in none of the places
- *     above (so it needs no per-object state in release builds).
+ *     above (so it needs no per-object state in release builds);
+ *   - objects are carved lazily: slots [carved, n) have never been handed
+ *     out and their memory has never been written, so a pool sized for the
+ *     worst case (rxpath defrag sizes its pool from a memory cap of a
+ *     quarter of RAM) costs memory only for what was ever in use at once.
+ *     A slot is carved (header and obj_init written) when the shared ring
+ *     is empty, in batches, into the ring, before other threads' stashes
+ *     are spilled.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -92,6 +99,9 @@ struct rxp_pool {
 	unsigned defer_max;
 	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
 	uint8_t *mem;
+	_Atomic uint32_t carved; /* slots [0, carved) have been made */
+	void (*obj_init)(void *obj, unsigned idx, void *arg);
+	void *obj_init_arg;
 	void **cache_mem;
 	struct stage *stage_mem;
 	struct tcache caches[RXP_MAX_THREADS + 1]; /* [TID_NONE] counts only, atomically */
@@ -233,7 +243,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		for (int i = 0; i < 6; i++) /* Newton: inverse of odd mod 2^64 */
 			inv *= 2 - odd * inv;
 		p->head.owner_inv = inv;
-		memset(p->head.owners, TID_NONE, cfg->n);
+		/* owners[] entries are written as their slots are carved */
 	}
 	if (ok && p->cache_size) {
 		/* Untouched parts of these stay unbacked: only threads that use
@@ -263,19 +273,50 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (unsigned i = 0; i < cfg->n; i++) {
-		struct obj_hdr *h = (struct obj_hdr *)(p->mem + (size_t)i * p->stride);
+	p->obj_init = cfg->obj_init;
+	p->obj_init_arg = cfg->obj_init_arg;
+	return p;
+}
+
+/* ---- carving -------------------------------------------------------------- */
+
+#define CARVE_MIN 32 /* slots made at once, at least */
+#define CARVE_MAX 256
+
+static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n);
+
+/* Make up to want never-used slots (at least CARVE_MIN) and put them on the
+ * shared ring, lowest address first; returns how many (0: all carved). */
+__attribute__((noinline)) static uint32_t carve_to_ring(struct rxp_pool *p, uint32_t want)
+{
+	uint32_t first = atomic_load_explicit(&p->carved, memory_order_relaxed), k;
+	void *objs[CARVE_MAX];
+
+	want = want < CARVE_MIN ? CARVE_MIN : want > CARVE_MAX ? CARVE_MAX : want;
+	do {
+		if (first >= p->n)
+			return 0;
+		k = p->n - first < want ? p->n - first : want;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&p->carved, &first, first + k, memory_order_relaxed, memory_order_relaxed));
+	for (uint32_t i = 0; i < k; i++) {
+		struct obj_hdr *h = (struct obj_hdr *)(p->mem + (size_t)(first + i) * p->stride);
 
 		memset(h, 0, sizeof(*h));
 		h->owner = TID_NONE;
 		h->state = STATE_FREE;
-		if (cfg->obj_init)
-			cfg->obj_init(h + 1, i, cfg->obj_init_arg);
-		p->ring->slots[i] = h + 1;
+		p->head.owners[first + i] = TID_NONE;
+		if (p->obj_init)
+			p->obj_init(h + 1, first + i, p->obj_init_arg);
+		objs[i] = h + 1;
 	}
-	atomic_store(&p->ring->prod_head, cfg->n);
-	atomic_store(&p->ring->prod_tail, cfg->n);
-	return p;
+	to_ring(p, objs, k);
+	return k;
+}
+
+uint32_t rxp_pool_carved(const struct rxp_pool *p)
+{
+	return atomic_load_explicit(&p->carved, memory_order_relaxed);
 }
 
 /* ---- leak accounting ------------------------------------------------------ */
@@ -298,6 +339,11 @@ static void mark_ring(const struct rxp_pool *p, const struct rxp_mpmc *r, uint8_
 static uint8_t *free_map(const struct rxp_pool *p)
 {
 	uint8_t *isfree = calloc(p->n, 1);
+
+	/* Slots never carved are free; marked so that the loops over the
+	 * pool need not know about carving. */
+	if (isfree)
+		memset(isfree + rxp_pool_carved(p), 1, p->n - rxp_pool_carved(p));
 
 	if (!isfree)
 		return NULL;
@@ -325,7 +371,7 @@ size_t rxp_pool_leak_report(const struct rxp_pool *p, FILE *out)
 
 	if (!isfree)
 		return (size_t)rxp_pool_outstanding(p);
-	for (unsigned i = 0; i < p->n; i++) {
+	for (unsigned i = 0; i < rxp_pool_carved(p); i++) {
 		const struct obj_hdr *h = (const void *)(p->mem + (size_t)i * p->stride);
 
 		if (isfree[i])
@@ -444,7 +490,6 @@ static inline void adopt(struct rxp_pool *p, void *const *objs, uint32_t n, unsi
 }
 
 static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c);
-static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n);
 
 /* ---- stash ----------------------------------------------------------------
  *
@@ -597,7 +642,7 @@ static uint32_t refill(struct rxp_pool *p, unsigned tid, void **dst, uint32_t wa
 	if (got)
 		return got; /* our own: no adopt */
 	got = rxp_mpmc_dequeue(p->ring, dst, want, false);
-	if (!got && stash_spill_all(p))
+	if (!got && (carve_to_ring(p, want) || stash_spill_all(p)))
 		got = rxp_mpmc_dequeue(p->ring, dst, want, false);
 	adopt(p, dst, got, tid);
 	return got;
@@ -611,7 +656,8 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 
 	if (!c->cap) {
 		if (!rxp_mpmc_dequeue(p->ring, &obj, 1, true) &&
-		    (!stash_spill_all(p) || !rxp_mpmc_dequeue(p->ring, &obj, 1, true))) {
+		    ((!carve_to_ring(p, 1) && !stash_spill_all(p)) ||
+		     !rxp_mpmc_dequeue(p->ring, &obj, 1, true))) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
@@ -681,9 +727,16 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 		c->len -= n;
 		memcpy(objs, c->objs + c->len, n * sizeof(void *));
 	} else {
-		if (!rxp_mpmc_dequeue(p->ring, objs, n, true) &&
-		    (rxp_pool_flush_cache(p), stash_spill_all(p),
-		     !rxp_mpmc_dequeue(p->ring, objs, n, true))) {
+		bool got = rxp_mpmc_dequeue(p->ring, objs, n, true);
+
+		while (!got && carve_to_ring(p, n)) /* n may be more than one carving */
+			got = rxp_mpmc_dequeue(p->ring, objs, n, true);
+		if (!got) {
+			rxp_pool_flush_cache(p);
+			stash_spill_all(p);
+			got = rxp_mpmc_dequeue(p->ring, objs, n, true);
+		}
+		if (!got) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return -ENOMEM;
 		}

@@ -140,7 +140,7 @@ else
 	echo "FAIL: mixed-link pcapng: $res"; fail=1
 fi
 # The 65,500-byte datagram does not fit back into its tunnel: said and counted.
-"$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" 2>"$T/json"
+"$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" >"$T/json" 2>&1
 $PY -c 'import json,sys
 d = json.loads(open(sys.argv[1]).read().splitlines()[-1])["frames"]
 assert d["too_big"] == 1 and d["stripped"] == 1 and d["tunnel_datagrams"] >= 8, d' "$T/json" \

@@ -44,14 +44,14 @@ PYEOF
 fail=0
 bytes_of() { $PY -c 'import sys; from scapy.all import rdpcap; print([bytes(p).hex() for p in rdpcap(sys.argv[1])])' "$1" | md5sum; }
 
-"$RXPATH" defrag --json "$T/user0.pcap" "$T/out0.pcap" 2>"$T/err0" || { echo "FAIL: user0 refused"; cat "$T/err0"; fail=1; }
+"$RXPATH" defrag --json "$T/user0.pcap" "$T/out0.pcap" >"$T/err0" 2>&1 || { echo "FAIL: user0 refused"; cat "$T/err0"; fail=1; }
 [ "$(grep -c 'link type 147 .* is not one rxpath reads' "$T/err0")" = 1 ] || { echo "FAIL: not one warning"; cat "$T/err0"; fail=1; }
 [ "$(bytes_of "$T/user0.pcap")" = "$(bytes_of "$T/out0.pcap")" ] || { echo "FAIL: user0 frames changed"; fail=1; }
 [ "$(od -An -tu4 -j20 -N4 "$T/out0.pcap" | tr -d ' ')" = 147 ] || { echo "FAIL: user0 link type lost"; fail=1; }
 tail -1 "$T/err0" | $PY -c 'import json,sys; f=json.load(sys.stdin)["frames"]; assert f["unknown_link"]==4, f' ||
 	{ echo "FAIL: unknown_link count"; fail=1; }
 
-"$RXPATH" defrag --json "$T/bad.pcap" "$T/outb.pcap" 2>"$T/errb" || { echo "FAIL: bad.pcap"; cat "$T/errb"; fail=1; }
+"$RXPATH" defrag --json "$T/bad.pcap" "$T/outb.pcap" >"$T/errb" 2>&1 || { echo "FAIL: bad.pcap"; cat "$T/errb"; fail=1; }
 tail -1 "$T/errb" | $PY -c '
 import json, sys
 d = json.load(sys.stdin); f = d["frames"]
@@ -68,7 +68,7 @@ assert o[:4] == [i[1], i[3], i[4], i[5]] and len(o) == 5, (len(o),)
 assert len(o[4]) == 14 + 20 + 8 + 256 * 12
 PYEOF
 
-"$RXPATH" defrag --json --keep-incomplete "$T/snap.pcap" "$T/outs.pcap" 2>"$T/errs" || { echo "FAIL: snap.pcap"; fail=1; }
+"$RXPATH" defrag --json --keep-incomplete "$T/snap.pcap" "$T/outs.pcap" >"$T/errs" 2>&1 || { echo "FAIL: snap.pcap"; fail=1; }
 tail -1 "$T/errs" | $PY -c 'import json,sys; f=json.load(sys.stdin)["frames"]; assert f["truncated"]==1, f' ||
 	{ echo "FAIL: truncated count"; tail -1 "$T/errs"; fail=1; }
 $PY - "$T/snap.pcap" "$T/outs.pcap" <<'PYEOF' 2>/dev/null || { echo "FAIL: the cut fragment did not pass unchanged"; fail=1; }

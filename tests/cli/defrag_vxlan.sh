@@ -82,7 +82,7 @@ sleep 1
 kill -INT $PID; wait $PID; PID=
 ip netns del $A; ip netns del $B
 fail=0
-"$RXPATH" defrag --json "$T/vxlan.pcap" "$T/out.pcap" 2>"$T/json" || { echo "FAIL: rxpath defrag"; cat "$T/json"; exit 1; }
+"$RXPATH" defrag --json "$T/vxlan.pcap" "$T/out.pcap" >"$T/json" 2>&1 || { echo "FAIL: rxpath defrag"; cat "$T/json"; exit 1; }
 # 16 datagrams sent.
 if res=$($PY "$LINKS" check "$T/vxlan.pcap" "$T/out.pcap" 16 vxlan.vni 2>&1); then
 	echo "ok: kernel vxlan: $res"

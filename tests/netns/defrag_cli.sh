@@ -1,7 +1,9 @@
 #!/bin/bash
 # rxpath defrag on captures made with scapy (tests/tools/defrag_pcap.py):
 # Ethernet pcap, raw-IP pcap and pcapng in; tshark reads the output and the
-# datagram lengths and payload digests must match what was fragmented. Also
+# datagram lengths and payload digests must match what was fragmented. Both
+# profiles (the file default reassembles the datagram whose last fragment
+# comes after 30 s; --kernel loses it to the timeout). Also
 # --keep-incomplete, --forward, a target policy, and bad input/options.
 # Needs no root: exits 77 when scapy (/usr/bin/python3) or tshark is missing.
 set -u
@@ -15,29 +17,41 @@ trap 'rm -rf "$T"' EXIT
 fail=0
 $PY "$SRC/tests/tools/defrag_pcap.py" gen "$T" >/dev/null 2>&1 || { echo "FAIL: gen"; exit 1; }
 for f in in_eth.pcap in_raw.pcap in_eth.pcapng; do
-	for opts in "" "--forward" "--policy bsd" "--mem-limit 64k --json"; do
+	for opts in "" "--kernel" "--forward" "--kernel --policy bsd" "--mem-limit 64k --json"; do
 		# shellcheck disable=SC2086
-		if ! "$RXPATH" defrag $opts "$T/$f" "$T/out.pcap" 2>"$T/err"; then
+		if ! "$RXPATH" defrag $opts "$T/$f" "$T/out.pcap" >/dev/null 2>"$T/err"; then
 			echo "FAIL: rxpath defrag $opts $f"; cat "$T/err"; fail=1; continue
 		fi
-		extra=0
+		extra=0 prof=file
 		case "$opts" in *policy*) extra=1 ;; esac
-		if ! $PY "$SRC/tests/tools/defrag_pcap.py" check "$T" "$T/out.pcap" 0 $extra >"$T/res"; then
+		case "$opts" in *kernel*) prof=kernel ;; esac
+		if ! $PY "$SRC/tests/tools/defrag_pcap.py" check "$T" "$T/out.pcap" 0 $extra $prof >"$T/res"; then
 			echo "FAIL: $f $opts"; cat "$T/res"; fail=1
 		else
 			echo "ok: $f $opts: $(head -1 "$T/res")"
 		fi
 	done
-	"$RXPATH" defrag --keep-incomplete "$T/$f" "$T/outk.pcap" 2>/dev/null
-	if ! $PY "$SRC/tests/tools/defrag_pcap.py" check "$T" "$T/outk.pcap" -1 >"$T/res"; then
-		echo "FAIL: $f --keep-incomplete"; cat "$T/res"; fail=1
-	else
-		echo "ok: $f --keep-incomplete: $(head -1 "$T/res")"
-	fi
+	for prof in file kernel; do
+		popt=; [ $prof = kernel ] && popt=--kernel
+		# shellcheck disable=SC2086
+		"$RXPATH" defrag $popt --keep-incomplete "$T/$f" "$T/outk.pcap" 2>/dev/null
+		if ! $PY "$SRC/tests/tools/defrag_pcap.py" check "$T" "$T/outk.pcap" -1 0 $prof >"$T/res"; then
+			echo "FAIL: $f $popt --keep-incomplete"; cat "$T/res"; fail=1
+		else
+			echo "ok: $f $popt --keep-incomplete: $(head -1 "$T/res")"
+		fi
+	done
 done
-"$RXPATH" defrag --json "$T/in_eth.pcap" "$T/out.pcap" 2>"$T/json"
-$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ReasmOKs"]==4 and d["ReasmOverlaps"]==1 and d["duplicates"]==1, d' "$T/json" \
+# --json is on stdout; the file profile reassembles the late datagram, the
+# kernel's loses it to the timeout and says so on stderr
+"$RXPATH" defrag --json "$T/in_eth.pcap" "$T/out.pcap" >"$T/json" 2>"$T/err"
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ReasmOKs"]==5 and d["ReasmOverlaps"]==1 and d["duplicates"]==1 and d["ReasmTimeout"]==0 and d["profile"]=="file", d' "$T/json" \
 	|| { echo "FAIL: json summary"; cat "$T/json"; fail=1; }
+"$RXPATH" defrag --kernel --json "$T/in_eth.pcap" "$T/out.pcap" >"$T/json" 2>"$T/err"
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ReasmOKs"]==4 and d["ReasmTimeout"]==2 and d["profile"]=="kernel" and d["mem_limit"]==4<<20, d' "$T/json" \
+	|| { echo "FAIL: json summary --kernel"; cat "$T/json"; fail=1; }
+grep -q "lost to the timeout: 2 datagrams expired.*--timeout none keeps them" "$T/err" \
+	|| { echo "FAIL: --kernel does not say what the timeout lost"; cat "$T/err"; fail=1; }
 echo garbage >"$T/bad.pcap"
 for args in "--policy nope $T/in_eth.pcap $T/x" "--mem-limit x $T/in_eth.pcap $T/x" \
 	    "--timeout 0 $T/in_eth.pcap $T/x" "$T/missing.pcap $T/x" "$T/bad.pcap $T/x" \

@@ -54,7 +54,7 @@ ip netns exec $A $PY "$SRC/tests/tools/defrag_kdiff.py" send "$T" rxp4a0 2>"$T/s
 touch "$T/sent"
 wait "$RPID"
 RPID=
-"$RXPATH" defrag --mem-limit 64m "$T/streams.pcap" "$T/rxpath.pcap" || exit 1
+"$RXPATH" defrag --kernel --mem-limit 64m "$T/streams.pcap" "$T/rxpath.pcap" || exit 1
 $PY "$SRC/tests/tools/defrag_kdiff.py" compare "$T" 2>/dev/null
 rc=$?
 [ -n "${RXP_KDIFF_DEBUG:-}" ] && { ip netns exec $B nstat -a 2>/dev/null | grep -Ei "reasm|udp|frag|InDis|Drop|Err" ; cp -r "$T" /tmp/kdiff_debug; }

@@ -4,6 +4,13 @@
   defrag_kdiff.py gen N SEED DIR   write DIR/streams.pcap (Ethernet frames,
                                    1 ms apart) and DIR/meta.json: N random
                                    adversarial fragment streams, IPv4 and IPv6
+  defrag_kdiff.py maxdist DIR      write DIR/streams.pcap and DIR/meta.json:
+                                   groups of R two-fragment IPv4 datagrams
+                                   from one source, all first fragments then
+                                   all second ones, so that R fragments from
+                                   that source separate a datagram's two
+                                   (R = 16, 63, 64, 65, 80: both sides of
+                                   max_dist 64); classes "maxdist_R"
   defrag_kdiff.py send DIR IFACE   send DIR/streams.pcap's frames on IFACE
   defrag_kdiff.py recv OUTFILE     UDP receiver on port 9999 (IPv4 and IPv6,
                                    zero IPv6 checksums accepted): one line
@@ -138,6 +145,37 @@ def gen(n, seed, d):
     print(f"generated {n} streams, {len(frames)} fragments")
 
 
+MAXDIST_GROUPS = (16, 63, 64, 65, 80)
+
+
+def gen_maxdist(d):
+    from scapy.all import Ether, IP, Raw, wrpcap
+    frames, meta, t, s = [], [], 1000.0, 0
+    for r in MAXDIST_GROUPS:
+        group = []
+        for i in range(r):
+            sport = 20000 + s
+            body = bytes((s * 7 + j) & 255 for j in range(200))
+            data = (sport.to_bytes(2, "big") + PORT.to_bytes(2, "big") +
+                    (8 + len(body)).to_bytes(2, "big") + b"\0\0" + body)
+            group.append((s + 1, data))
+            meta.append({"stream": s, "family": 4, "sport": sport,
+                         "classes": [f"maxdist_{r}"]})
+            s += 1
+        for half in (0, 1):
+            for ipid, data in group:
+                pl = data[:104] if half == 0 else data[104:]
+                ip = IP(src=SRC4, dst=DST4, id=ipid, proto=17,
+                        flags="MF" if half == 0 else 0, frag=0 if half == 0 else 13) / Raw(pl)
+                f = Ether(src=MAC_A, dst=MAC_B) / ip
+                f.time = t
+                t += 0.001
+                frames.append(f)
+    wrpcap(f"{d}/streams.pcap", frames)
+    json.dump(meta, open(f"{d}/meta.json", "w"))
+    print(f"generated {s} max_dist streams, {len(frames)} fragments")
+
+
 def send(d, iface):
     from scapy.all import PcapReader, conf
     s = conf.L2socket(iface=iface)
@@ -248,6 +286,8 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "gen":
         gen(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    elif cmd == "maxdist":
+        gen_maxdist(sys.argv[2])
     elif cmd == "send":
         send(sys.argv[2], sys.argv[3])
     elif cmd == "recv":

@@ -4,9 +4,12 @@
   defrag_pcap.py gen DIR    writes DIR/in_eth.pcap, DIR/in_raw.pcap (the same
                             packets, Ethernet and raw IP link types),
                             DIR/in_eth.pcapng and DIR/expect.json
-  defrag_pcap.py check DIR OUT.pcap [KEPT [EXTRA]]  (KEPT -1: as expected)
-                            reads OUT.pcap with tshark and compares datagram
-                            lengths and payload digests with expect.json
+  defrag_pcap.py check DIR OUT [KEPT [EXTRA [PROFILE]]]  (KEPT -1: as expected)
+                            reads OUT (pcap or pcapng) with tshark and compares
+                            datagram lengths and payload digests with
+                            expect.json; PROFILE "kernel" (the default) expects
+                            stream 8 lost to the 30 s timeout, "file" (no
+                            timeout) expects it reassembled
 """
 import hashlib, json, random, struct, subprocess, sys
 
@@ -68,10 +71,12 @@ def gen(d):
     a = IP(src=SRC4, dst=DST4, id=301, flags="MF", frag=0, proto=17) / Raw(payload(64, 7))
     b = IP(src=SRC4, dst=DST4, id=301, frag=4, proto=17) / Raw(payload(64, 8))
     emit([a, b])
-    # 8: last fragment after the 30 s timeout
-    fr = fragment(IP(src=SRC4, dst=DST4, id=302) / UDP() / Raw(payload(1600, 9)), fragsize=1000)
+    # 8: last fragment after the 30 s timeout (reassembled without one)
+    late_ip = IP(src=SRC4, dst=DST4, id=302) / UDP() / Raw(payload(1600, 9))
+    fr = fragment(late_ip, fragsize=1000)
     emit([fr[0]], gap=31.0)
     emit([fr[1]])
+    late = {"udp_len": 8 + 1600, "sha256": hashlib.sha256(payload(1600, 9)).hexdigest()}
     kept = len(incomplete) + 2 + 2
     # a non-IP frame passes through too (Ethernet only)
     eth = []
@@ -88,11 +93,26 @@ def gen(d):
     for p in eth:
         w.write(p)
     w.close()
-    json.dump({"datagrams": expect, "kept": kept, "arp": 1}, open(f"{d}/expect.json", "w"))
+    json.dump({"datagrams": expect, "kept": kept, "late": late, "late_frags": 2, "arp": 1},
+              open(f"{d}/expect.json", "w"))
 
 
-def check(d, out, kept, extra=0):
+def linktype(path):
+    """The first interface's link type of a pcap or pcapng file."""
+    with open(path, "rb") as fh:
+        head = fh.read(64 * 1024)
+    if head[:4] == b"\x0a\x0d\x0d\x0a":  # pcapng: the IDB follows the SHB
+        order = "<" if head[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+        shb_len = struct.unpack(order + "I", head[4:8])[0]
+        return struct.unpack(order + "H", head[shb_len + 8:shb_len + 10])[0]
+    order = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    return struct.unpack(order + "I", head[20:24])[0]
+
+
+def check(d, out, kept, extra=0, profile="kernel"):
     exp = json.load(open(f"{d}/expect.json"))
+    if profile == "file":
+        exp["datagrams"].append(exp["late"])
     res = subprocess.run(["tshark", "-r", out, "-T", "fields", "-E", "separator=|",
                           "-o", "ip.defragment:FALSE", "-o", "ipv6.defragment:FALSE",
                           "-e", "udp.length", "-e", "udp.payload", "-e", "ip.flags.mf",
@@ -121,9 +141,7 @@ def check(d, out, kept, extra=0):
             left.remove(e)
     # The non-IP frame passes through: Ethernet inputs carry one ARP frame
     # (raw IP ones cannot), and the output keeps the input's link type.
-    with open(out, "rb") as fh:
-        linktype = struct.unpack("<I", fh.read(24)[20:24])[0]
-    want_arp = exp["arp"] if linktype == 1 else 0
+    want_arp = exp["arp"] if linktype(out) == 1 else 0
     ok = (len(left) == extra and len(got) - extra == len(exp["datagrams"]) and frags == kept
           and arps == want_arp)
     plus = f" + {extra} the policy completes" if extra else ""
@@ -139,7 +157,9 @@ if __name__ == "__main__":
         gen(sys.argv[2])
     else:
         k = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+        prof = sys.argv[6] if len(sys.argv) > 6 else "kernel"
         if k < 0:
-            k = json.load(open(f"{sys.argv[2]}/expect.json"))["kept"]
+            e = json.load(open(f"{sys.argv[2]}/expect.json"))
+            k = e["kept"] - (e["late_frags"] if prof == "file" else 0)
         x = int(sys.argv[5]) if len(sys.argv) > 5 else 0
-        sys.exit(check(sys.argv[2], sys.argv[3], k, x))
+        sys.exit(check(sys.argv[2], sys.argv[3], k, x, prof))

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rxptest.h"
 #include "rxpath/compiler.h"
@@ -827,10 +828,89 @@ static void test_nocache_remote_free(void **state)
 	teardown(nc_pool);
 }
 
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, rss = 0;
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld %ld", &pages, &rss), 2);
+	fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void count_init(void *obj, unsigned idx, void *arg)
+{
+	(void)obj;
+	(void)idx;
+	(*(unsigned *)arg)++;
+}
+
+/* A pool is made lazily: a 2 GiB pool costs no memory until used, its
+ * objects are made (obj_init) only as they are first needed, and a pool used to its end hands out every object once. */
+static void test_lazy_carving(void **state)
+{
+	unsigned inits = 0;
+	struct rxp_pool_config c = {.name = "lazy",
+				    .obj_size = 4000,
+				    .n = 1u << 19,
+				    .obj_init = count_init,
+				    .obj_init_arg = &inits};
+	long before = rss_kib();
+	struct rxp_pool *p = rxp_pool_create(&c);
+	void *objs[300];
+
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(rxp_pool_carved(p), 0);
+	assert_int_equal(inits, 0);
+	assert_true(rss_kib() - before < 16 * 1024); /* not the 2 GiB reserved */
+	for (unsigned i = 0; i < 300; i++) {
+		objs[i] = rxp_pool_get(p);
+		assert_non_null(objs[i]);
+		assert_true(rxp_pool_contains(p, objs[i]));
+	}
+	assert_true(rxp_pool_carved(p) >= 300 && rxp_pool_carved(p) <= 300 + 256);
+	assert_int_equal(inits, rxp_pool_carved(p));
+	assert_true(rss_kib() - before < 16 * 1024);
+	for (unsigned i = 0; i < 300; i++)
+		rxp_pool_put(p, objs[i]);
+	/* reused, not carved again */
+	for (unsigned round = 0; round < 10; round++) {
+		for (unsigned i = 0; i < 300; i++)
+			objs[i] = rxp_pool_get(p);
+		for (unsigned i = 0; i < 300; i++)
+			rxp_pool_put(p, objs[i]);
+	}
+	assert_true(rxp_pool_carved(p) <= 300 + 256);
+	teardown(p);
+
+	/* small pools, cached and uncached, singly and in bulk: all n objects
+	 * and then exhaustion */
+	for (unsigned cache = 0; cache < 2; cache++) {
+		struct rxp_pool *q = mk(1000, cache ? 0 : RXP_POOL_NO_CACHE, 0);
+		void *all[1001];
+
+		assert_int_equal(rxp_pool_get_bulk(q, all, 100), 0);
+		for (unsigned i = 100; i < 1000; i++) {
+			all[i] = rxp_pool_get(q);
+			assert_non_null(all[i]);
+		}
+		assert_null(rxp_pool_get(q));
+		assert_int_equal(rxp_pool_carved(q), 1000);
+		assert_int_equal(rxp_pool_leak_report(q, NULL), 1000);
+		for (unsigned i = 0; i < 1000; i++)
+			rxp_pool_put(q, all[i]);
+		assert_int_equal(rxp_pool_leak_report(q, NULL), 0);
+		teardown(q);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_thread),
+		cmocka_unit_test(test_lazy_carving),
 		cmocka_unit_test(test_bulk_and_nocache),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_remote_free_deferred),

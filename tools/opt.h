@@ -1,0 +1,47 @@
+/*
+ * The subcommands' shared option handling (issue #18): one number parser
+ * with bounds and k/m/g suffixes, one error style. A usage error is one
+ * line on stderr, "rxpath CMD: what is wrong", and exit status 2
+ * (RXP_EXIT_USAGE); --help goes to stdout with status 0.
+ */
+#ifndef RXPATH_TOOLS_OPT_H
+#define RXPATH_TOOLS_OPT_H
+
+#include <stdint.h>
+
+/* Suffixes a number may carry. */
+enum rxp_num_unit {
+	RXP_NUM_PLAIN = 0, /* no suffix */
+	RXP_NUM_COUNT, /* k m g: 10^3, 10^6, 10^9 */
+	RXP_NUM_BYTES, /* k m g: 2^10, 2^20, 2^30 (either case) */
+};
+
+/* Parse s as an unsigned decimal integer (optionally with a suffix of unit)
+ * in [min, max]. 0; -EINVAL (*why says what is wrong: empty, sign, not a
+ * number, unknown suffix, trailing characters) or -ERANGE (overflow or out
+ * of bounds). Leading and trailing blanks are refused, as is a sign. */
+int rxp_parse_u64(const char *s, enum rxp_num_unit unit, uint64_t min, uint64_t max, uint64_t *out,
+		  const char **why);
+
+/* Seconds, a decimal fraction allowed ("0.5", "30"), also with a suffix
+ * ms, us or ns, into nanoseconds in [min_ns, max_ns]. Same returns. */
+int rxp_parse_duration(const char *s, uint64_t min_ns, uint64_t max_ns, uint64_t *ns,
+		       const char **why);
+
+/* Parse the value of option opt of command cmd; on error print the one
+ * line "rxpath CMD: bad OPT 'ARG': WHY (MIN..MAX)" and return -1. */
+int rxp_opt_u64(const char *cmd, const char *opt, const char *arg, enum rxp_num_unit unit,
+		uint64_t min, uint64_t max, uint64_t *out);
+int rxp_opt_duration(const char *cmd, const char *opt, const char *arg, uint64_t min_ns,
+		     uint64_t max_ns, uint64_t *ns);
+
+/* Print "rxpath CMD: <message>" on stderr (one line); returns
+ * RXP_EXIT_USAGE so that callers can `return rxp_usage_error(...)`. */
+int rxp_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* For getopt_long() run with opterr = 0 and an optstring starting with ':':
+ * the one-line error for what it returned ('?' unknown option, ':' missing
+ * value), naming the option as typed. Returns RXP_EXIT_USAGE. */
+int rxp_opt_getopt_error(const char *cmd, int ret, int argc, char **argv);
+
+#endif
