@@ -313,16 +313,6 @@ static void apply_profile(const struct settings *s, struct rxp_defrag_config *cf
 
 /* ---- output --------------------------------------------------------------- */
 
-/* The report names IPv6 sources as they were on the wire (the frame layer
- * keys tunnelled IPv6 with a stand-in source). */
-static void real_src(void *arg, uint8_t *addr)
-{
-	const struct dctx *c = arg;
-
-	if (c->frames)
-		dfr_frame_real_src(c->frames, addr);
-}
-
 static void note_werr(struct dctx *c)
 {
 	if (!c->werr)
@@ -698,7 +688,7 @@ static int defrag_main(int argc, char **argv)
 			goto out;
 		}
 	}
-	c.rep = drep_create(c.report, real_src, &c);
+	c.rep = drep_create(c.report);
 	cfg.event_cb = drep_event;
 	cfg.event_arg = c.rep;
 	{

@@ -43,8 +43,6 @@ struct fam_stats {
 
 struct drep {
 	FILE *out;
-	void (*fix_src)(void *arg, uint8_t *addr);
-	void *fix_arg;
 	struct qtree q;
 	uint64_t frame, ts;
 	struct fam_stats fam[2]; /* IPv4, IPv6 */
@@ -54,15 +52,13 @@ struct drep {
 	int err;
 };
 
-struct drep *drep_create(FILE *report, void (*fix_src)(void *arg, uint8_t *addr), void *arg)
+struct drep *drep_create(FILE *report)
 {
 	struct drep *d = calloc(1, sizeof(*d));
 
 	if (!d)
 		return NULL;
 	d->out = report;
-	d->fix_src = fix_src;
-	d->fix_arg = arg;
 	RB_INIT(&d->q);
 	return d;
 }
@@ -150,16 +146,8 @@ static void identity(const struct drep *d, FILE *f, const struct rxp_defrag_even
 {
 	char s[INET6_ADDRSTRLEN] = "?", t[INET6_ADDRSTRLEN] = "?";
 	int af = ev->family == 6 ? AF_INET6 : AF_INET;
-	uint8_t src[16];
-
-	if (ev->src && af == AF_INET6) {
-		memcpy(src, ev->src, 16);
-		if (d->fix_src)
-			d->fix_src(d->fix_arg, src);
-		inet_ntop(af, src, s, sizeof(s));
-	} else if (ev->src) {
+	if (ev->src)
 		inet_ntop(af, ev->src, s, sizeof(s));
-	}
 	if (ev->dst)
 		inet_ntop(af, ev->dst, t, sizeof(t));
 	fprintf(f, "\"family\":%u,\"src\":\"%s\",\"dst\":\"%s\",\"id\":%" PRIu32, ev->family, s, t,

@@ -39,10 +39,8 @@ struct drep_losses {
 	uint64_t refused_memory; /* of them, at the memory or queue cap */
 };
 
-/* report: the JSON Lines file, or NULL for the counts alone; fix_src (may
- * be NULL) puts an IPv6 source address from an event right, in place.
- * NULL, errno. */
-struct drep *drep_create(FILE *report, void (*fix_src)(void *arg, uint8_t *addr), void *arg);
+/* report: the JSON Lines file, or NULL for the counts alone. NULL, errno. */
+struct drep *drep_create(FILE *report);
 /* The frame now being fed to the table (its events carry its number). */
 void drep_frame(struct drep *d, uint64_t number, uint64_t ts_ns);
 /* rxp_defrag_config.event_cb; arg is the struct drep. */
