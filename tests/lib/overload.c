@@ -5,6 +5,7 @@
  * per-datagram state for one run.
  */
 #include <errno.h>
+#include <pcap/pcap.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +162,37 @@ int ovl_next(struct ovl_stream *s, uint8_t *buf, uint32_t *len, bool *attack)
 	while (!r && !fi.attack && fi.gf.lost);
 	*attack = !r && fi.attack;
 	return r;
+}
+
+long ovl_write_pcap(const struct ovl_config *c, const char *path)
+{
+	struct ovl_stream *s = ovl_open(c);
+	pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
+	pcap_dumper_t *d = p ? pcap_dump_open(p, path) : NULL;
+	uint8_t buf[OVL_FRAME];
+	long n = 0;
+	uint32_t len;
+	bool attack;
+
+	if (!s || !d) {
+		if (p)
+			pcap_close(p);
+		ovl_close(s);
+		errno = s ? EIO : ENOMEM;
+		return -1;
+	}
+	while (ovl_next(s, buf, &len, &attack) == 0) {
+		struct pcap_pkthdr h = {.caplen = len, .len = len};
+
+		h.ts.tv_sec = 1000 + n / 1000000;
+		h.ts.tv_usec = n % 1000000;
+		pcap_dump((u_char *)d, &h, buf);
+		n++;
+	}
+	pcap_dump_close(d);
+	pcap_close(p);
+	ovl_close(s);
+	return n;
 }
 
 /* A delivered datagram (data at its IP header): its UDP payload verifies. */

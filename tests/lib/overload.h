@@ -36,6 +36,9 @@ int ovl_next(struct ovl_stream *s, uint8_t *buf, uint32_t *len, bool *attack);
 /* Datagrams the generator damaged (lost a frame). */
 uint64_t ovl_damaged(const struct ovl_stream *s);
 void ovl_close(struct ovl_stream *s);
+/* Write c's stream (the frames that were not lost) to a pcap at path, 1 us
+ * apart; returns frames written, or -1 with errno. */
+long ovl_write_pcap(const struct ovl_config *c, const char *path);
 
 struct ovl_result {
 	uint64_t delivered; /* legitimate datagrams reassembled and verified */
