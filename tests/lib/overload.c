@@ -30,11 +30,11 @@ struct ovl_frame_info {
 	bool attack;
 };
 
-struct ovl_stream *ovl_open(const struct ovl_config *c)
+void ovl_gen_config(const struct ovl_config *c, struct rxp_gen_config *gc)
 {
-	struct ovl_stream *s = calloc(1, sizeof(*s));
 	uint32_t plen = c->frags * 1448u - 8u;
-	struct rxp_gen_config gc = {
+
+	*gc = (struct rxp_gen_config){
 		.seed = c->seed,
 		.count = c->dgrams,
 		.min_payload = plen > 65000 ? 65000 : plen,
@@ -47,7 +47,14 @@ struct ovl_stream *ovl_open(const struct ovl_config *c)
 		.in_flight = c->in_flight,
 		.shuffle = c->shuffle,
 	};
+}
 
+struct ovl_stream *ovl_open(const struct ovl_config *c)
+{
+	struct ovl_stream *s = calloc(1, sizeof(*s));
+	struct rxp_gen_config gc;
+
+	ovl_gen_config(c, &gc);
 	if (!s)
 		return NULL;
 	s->c = *c;

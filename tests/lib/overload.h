@@ -28,6 +28,10 @@ struct ovl_config {
 	unsigned attack_ids; /* IDs the attacker cycles through (0: 4096) */
 };
 
+struct rxp_gen_config;
+/* The generator config of c's legitimate traffic (for the sim NIC). */
+void ovl_gen_config(const struct ovl_config *c, struct rxp_gen_config *gc);
+
 struct ovl_stream;
 struct ovl_stream *ovl_open(const struct ovl_config *c);
 /* The next Ethernet frame into buf (at least 1600 bytes): 0, or -ENODATA at
