@@ -1,11 +1,14 @@
 /* Unit tests for the worker poll loop (src/core/worker.c): delivery through
- * the whole pipeline, steering between workers, TIPC on port 6118, and
- * teardown with nothing outstanding. */
+ * the whole pipeline, steering between workers, TIPC on port 6118 (also
+ * from more peers than the worker has links for), and teardown with
+ * nothing outstanding. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rxptest.h"
+#include "tipctest.h"
 #include "rxpath/sim.h"
 #include "rxpath/worker.h"
 #include "rxpath/workload.h"
@@ -192,12 +195,141 @@ static void test_mixed_workload(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* ---- TIPC from more peers than links ------------------------------------- */
+
+#define TP_PEERS (RXP_WORKER_TIPC_PEERS + 8)
+#define TP_MSGS 12
+#define TP_MAX_FRAMES (TP_PEERS * TP_MSGS * 8)
+
+static struct {
+	uint8_t f[TP_MAX_FRAMES][1600];
+	uint32_t len[TP_MAX_FRAMES];
+	unsigned n, next;
+} tp;
+
+static int tp_next(struct rxp_src *src, uint8_t *buf, uint32_t cap, uint32_t *len)
+{
+	if (tp.next == tp.n)
+		return -ENODATA;
+	assert_true(cap >= tp.len[tp.next]);
+	memcpy(buf, tp.f[tp.next], tp.len[tp.next]);
+	*len = tp.len[tp.next++];
+	return 0;
+}
+
+static void tp_close(struct rxp_src *src)
+{
+}
+
+static struct rxp_src tp_src = {.next = tp_next, .close = tp_close};
+
+static struct rxp_src *tp_open(void *arg)
+{
+	tp.next = 0;
+	return &tp_src;
+}
+
+/* Every peer sends TP_MSGS messages of 5000 bytes (four fragments each at
+ * MTU 1500) over its own UDP bearer; frames of all peers interleave, a
+ * datagram of each in turn, so each link reassembles while the others do.
+ * Frames are Ethernet, as the sim NIC carries them. */
+static void tp_build(struct rxp_pktpool *pp)
+{
+	struct rxp_pkt_queue out[TP_PEERS];
+	unsigned left = 0;
+
+	tp.n = 0;
+	for (unsigned p = 0; p < TP_PEERS; p++) {
+		struct rxp_tipc_udp_peer peer = {.saddr = htonl(0x0a010000u + p + 1),
+						 .daddr = htonl(0x0a020001u),
+						 .mtu = 1500,
+						 .ip_id = 1};
+		struct rxp_pkt_queue msgs;
+		static uint8_t b[5000];
+
+		rxp_pkt_queue_init(&msgs);
+		rxp_pkt_queue_init(&out[p]);
+		for (unsigned m = 0; m < TP_MSGS; m++) {
+			tt_write_msg(b, 0, 0, 24, sizeof(b), p * 100 + m);
+			rxp_gen_fill_payload(b + 24, sizeof(b) - 24, p * 100 + m, p + 1);
+			rxp_pkt_enqueue(&msgs, tt_raw(pp, b, sizeof(b)));
+		}
+		assert_true(rxp_tipc_udp_build(pp, &peer, &msgs, &out[p]) > 0);
+		left += out[p].len;
+	}
+	while (left)
+		for (unsigned p = 0; p < TP_PEERS; p++) {
+			struct rxp_pkt *d = rxp_pkt_dequeue(&out[p]);
+			uint8_t *f = tp.f[tp.n];
+
+			if (!d)
+				continue;
+			assert_true(tp.n < TP_MAX_FRAMES && d->len + 14 <= sizeof(tp.f[0]));
+			memset(f, 0, 12);
+			f[0] = 2;
+			f[5] = 2;
+			f[6] = 2;
+			f[12] = 0x08;
+			f[13] = 0x00;
+			assert_int_equal(rxp_pkt_copy_bits(d, 0, f + 14, d->len), 0);
+			tp.len[tp.n++] = d->len + 14;
+			rxp_pkt_consume(d);
+			left--;
+		}
+}
+
+/* The worker has RXP_WORKER_TIPC_PEERS links: the first peers get them and
+ * every message of theirs is reassembled and delivered while the others'
+ * interleave; the peers past the limit are refused and counted, so goodput
+ * is what the limit allows, never less, and nothing is left behind. */
+static void test_tipc_more_peers_than_links(void **state)
+{
+	static struct sinkstat s;
+	/* the messages' own buffers stay referenced until the frames are made */
+	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
+		.name = "tp", .n_pkts = 8192, .n_bufs = 4096, .n_large = TP_PEERS * TP_MSGS + 64});
+	struct rxp_sim_config sc = {.nqueues = 1, .ring_size = 512, .src_open = tp_open};
+	struct rxp_dev *dev;
+	struct rxp_worker_group *g;
+	struct rxp_worker_stats st;
+	struct rxp_ip_stats i4, i6;
+	struct rxp_udp_stats u;
+	struct rxp_defrag_counters rc;
+	struct rxp_tipc_link_stats ts;
+	struct rxp_pktpool_stats ps;
+
+	memset(&s, 0, sizeof(s));
+	tp_build(pp);
+	dev = rxp_sim_open(&sc, pp);
+	assert_non_null(dev);
+	g = rxp_worker_group_create(&(struct rxp_worker_config){.nworkers = 1,
+								.dev = dev,
+								.pp = pp,
+								.tipc = true,
+								.on_message = on_msg,
+								.arg = &s});
+	assert_non_null(g);
+	poll_all(g, 1);
+	rxp_worker_group_stats(g, &st, &i4, &i6, &u, &rc, &ts);
+	rxp_pktpool_get_stats(pp, &ps);
+	assert_int_equal(s.bad, 0);
+	assert_int_equal(s.messages, RXP_WORKER_TIPC_PEERS * TP_MSGS);
+	assert_int_equal(ts.reassembled, RXP_WORKER_TIPC_PEERS * TP_MSGS);
+	assert_int_equal(ps.drops[RXP_DROP_TIPC_NO_LINK],
+			 (uint64_t)(TP_PEERS - RXP_WORKER_TIPC_PEERS) * (tp.n / TP_PEERS));
+	assert_int_equal(ts.drop[RXP_DROP_TIPC_FRAG_SEQ], 0);
+	rxp_worker_group_destroy(g);
+	assert_int_equal(rxp_dev_close(dev), 0);
+	rxpt_pktpool_teardown(pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generator_all_delivered),
 		cmocka_unit_test(test_steering),
 		cmocka_unit_test(test_mixed_workload),
+		cmocka_unit_test(test_tipc_more_peers_than_links),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
