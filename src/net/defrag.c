@@ -108,6 +108,9 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	if (!t)
 		goto nomem;
 	t->cfg = c;
+	t->qcharge = (uint32_t)sizeof(struct dfr_queue) +
+		     (c.policy != RXP_DEFRAG_STRICT ? DFR_BLOCK_BYTES : 0);
+	t->watch_mem = c.mem_limit / 2;
 	randombytes_buf(t->hkey, sizeof(t->hkey));
 	while (nb < c.max_queues)
 		nb <<= 1;
@@ -409,7 +412,7 @@ static void giveup(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_dro
  * longer be found or expire. queue_release() must follow. */
 static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	unsigned f = dfr_fifo_idx(q);
+	unsigned f = q->fifo;
 
 	if (q->slot != DFR_DISPLACED) {
 		t->la[q->slot] = 0;
@@ -429,9 +432,10 @@ static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q)
 /* An unlinked queue, its fragments gone, back to the free list. */
 static void queue_release(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	t->c.mem -= q->mem + dfr_qcharge(t);
+	t->c.mem -= q->mem + t->qcharge;
 	t->c.queues--;
-	t->src[q->src].nq--;
+	if (q->pst & DFR_P_TRACKED)
+		t->src[q->src].nq--;
 	q->key.family = 0; /* no key matches it */
 	TAILQ_INSERT_HEAD(&t->freel, q, tq);
 }
@@ -460,7 +464,7 @@ static void kill_with(struct rxp_defrag_table *t, struct dfr_queue *q, struct rx
 
 static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 {
-	struct dfr_fifo *f = &t->fifo[dfr_fifo_idx(q)];
+	struct dfr_fifo *f = &t->fifo[q->fifo];
 	struct dfr_queue *last = TAILQ_LAST(f, dfr_fifo);
 
 	q->expires = now + (q->key.family == 6 ? t->cfg.timeout_v6_ns : t->cfg.timeout_v4_ns);
@@ -476,16 +480,19 @@ static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 uint32_t dfr_src_slot(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
 	uint64_t x = (t->skey[0] ^ k->zone ^ ((uint64_t)k->family << 32)) * t->skey[1];
-	unsigned n = k->family == 4 ? 4 : 16;
+	uint32_t w;
 
-	for (unsigned i = 0; i < n; i += 4) {
-		uint32_t w;
-
-		memcpy(&w, k->addr + i, 4);
+	if (rxp_likely(k->family == 4)) {
+		memcpy(&w, k->addr, 4);
 		x = (x ^ w) * t->skey[2];
-		x ^= x >> 29;
+	} else {
+		for (unsigned i = 0; i < 16; i += 4) {
+			memcpy(&w, k->addr + i, 4);
+			x = (x ^ w) * t->skey[2];
+			x ^= x >> 29;
+		}
 	}
-	return (uint32_t)((x * t->skey[1]) >> 52) % DFR_SRC_SLOTS;
+	return (uint32_t)((x ^ (x >> 31)) * t->skey[1] >> 52) % DFR_SRC_SLOTS;
 }
 
 /* A source's standing now (see DFR_CLS_*). */
@@ -553,10 +560,20 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 		*b = q;
 		t->ndisplaced++;
 	}
-	q->src = dfr_src_slot(t, k);
-	q->pst = (uint8_t)(dfr_src_class(t, &t->src[q->src]) << 1);
-	if (!t->src[q->src].nq++)
-		t->src[q->src].since = t->seq;
+	/* The source's slot for max_dist, and, while the table watches for
+	 * pressure, its standing (the queue's class); otherwise NEW. */
+	if (dfr_watching(t) || (k->family == 4 && t->cfg.max_dist > 0))
+		q->src = dfr_src_slot(t, k);
+	if (rxp_unlikely(dfr_watching(t))) {
+		struct dfr_src *s = &t->src[q->src];
+
+		q->pst = (uint8_t)(dfr_src_class(t, s) << 1 | DFR_P_TRACKED);
+		if (!s->nq++)
+			s->since = t->seq;
+	} else {
+		q->pst = DFR_CLS_NEW << 1;
+	}
+	q->fifo = dfr_fifo_of(k->family, dfr_cls(q));
 	RB_INIT(&q->runs);
 	if (t->blockmem) {
 		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
@@ -567,7 +584,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	q->born = t->seq;
 	q->qid = ++t->next_qid;
 	t->c.queues++;
-	t->c.mem += dfr_qcharge(t);
+	t->c.mem += t->qcharge;
 	if (t->c.mem > t->c.mem_high_water)
 		t->c.mem_high_water = t->c.mem;
 	return q;
@@ -662,9 +679,9 @@ static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint
 		memset(q->blocks, 0, DFR_BLOCK_BYTES);
 	q->born = t->seq;
 	q->qid = ++t->next_qid;
-	if (t->scan[dfr_fifo_idx(q)] == q)
-		t->scan[dfr_fifo_idx(q)] = TAILQ_NEXT(q, tq);
-	TAILQ_REMOVE(&t->fifo[dfr_fifo_idx(q)], q, tq);
+	if (t->scan[q->fifo] == q)
+		t->scan[q->fifo] = TAILQ_NEXT(q, tq);
+	TAILQ_REMOVE(&t->fifo[q->fifo], q, tq);
 	arm(t, q, now);
 }
 
@@ -730,7 +747,8 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q,
 	}
 	if (t->cfg.event_cb)
 		ev_queue(t, q, RXP_DEFRAG_EV_DONE, 0);
-	src_done(t, q);
+	if (q->pst & DFR_P_TRACKED)
+		src_done(t, q);
 	q->nfrags = 0;
 	queue_release(t, q);
 	res->network_off = (uint16_t)(res->data - res->head);

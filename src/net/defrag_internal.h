@@ -152,7 +152,7 @@ struct dfr_queue {
 	uint32_t src; /* its source's slot in t->src */
 	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
-	uint8_t spare3;
+	uint8_t fifo; /* its timer FIFO in t->fifo (family and class) */
 	uint32_t slot; /* its slot in t->la, or DFR_DISPLACED */
 	/* Lines 4-5: strict, small form: runs [soff, send) sorted by offset,
 	 * and their tails (the last run's end and tail are tail_end and
@@ -207,16 +207,18 @@ struct dfr_src {
 };
 
 #define DFR_P_SKIPPED 1u /* a gap longer than its others: it missed a turn */
+#define DFR_P_TRACKED 8u /* counted in its source's nq (made while watching) */
 
 /* q's class: its source's standing when it was made. */
 static inline unsigned dfr_cls(const struct dfr_queue *q)
 {
-	return q->pst >> 1;
+	return (q->pst >> 1) & 3u;
 }
 
-static inline unsigned dfr_fifo_idx(const struct dfr_queue *q)
+/* Which timer FIFO a queue of family and class cls goes in. */
+static inline uint8_t dfr_fifo_of(uint8_t family, unsigned cls)
 {
-	return (q->key.family == 6) + 2u * dfr_cls(q);
+	return (uint8_t)((family == 6) + 2u * cls);
 }
 
 /* Datagrams given up under pressure, a set of DFR_TOMB_WAYS per cache
@@ -241,7 +243,9 @@ struct rxp_defrag_table {
 	size_t qarr_bytes;
 	uint32_t nused; /* queues of qarr handed out at least once */
 	struct dfr_fifo freel; /* released queues, linked through tq */
-	struct dfr_fifo fifo[DFR_NFIFO]; /* by dfr_fifo_idx(): family, class */
+	struct dfr_fifo fifo[DFR_NFIFO]; /* by dfr_fifo_of(): family, class */
+	uint32_t qcharge; /* what a queue costs beyond its fragments */
+	uint64_t watch_mem; /* half the cap: see dfr_watching() */
 	uint64_t seq; /* fragments seen so far (atomic ones aside): the clock of
 		       * gaps, ages and pressure's order */
 	uint64_t next_qid;
@@ -271,13 +275,6 @@ struct rxp_defrag_table {
 	struct dfr_run *runmem;
 };
 
-/* What a queue costs in memory beyond its fragments. */
-static inline uint32_t dfr_qcharge(const struct rxp_defrag_table *t)
-{
-	return (uint32_t)sizeof(struct dfr_queue) +
-	       (t->cfg.policy != RXP_DEFRAG_STRICT ? 1024u /* DFR_BLOCK_BYTES */ : 0);
-}
-
 static inline bool dfr_has_free(const struct rxp_defrag_table *t)
 {
 	return !TAILQ_EMPTY(&t->freel) || t->nused < t->cfg.max_queues;
@@ -288,7 +285,7 @@ static inline bool dfr_fits(const struct rxp_defrag_table *t, uint64_t tsize, bo
 {
 	if (!newq)
 		return t->c.mem + tsize <= t->cfg.mem_limit;
-	return t->c.mem + tsize + dfr_qcharge(t) <= t->cfg.mem_limit && dfr_has_free(t);
+	return t->c.mem + tsize + t->qcharge <= t->cfg.mem_limit && dfr_has_free(t);
 }
 
 /* Whether fi's fragment would complete strict queue q (no overlap in it). */
@@ -303,6 +300,23 @@ static inline bool dfr_completes(const struct dfr_queue *q, const struct dfr_inf
 /* Gaps are counted in fragments the table saw (t->seq); longer ones count
  * as this long (a datagram that waited that long is stale whatever else). */
 #define DFR_GAP_MAX (1u << 24)
+
+/* Whether a datagram given up under pressure may still be remembered, so
+ * that a fragment without a queue must be looked up in the tags. */
+static inline bool dfr_tombs_live(const struct rxp_defrag_table *t)
+{
+	return t->seq < t->tomb_until;
+}
+
+/* Whether the table keeps what pressure decisions need (sources' standing,
+ * the classes' gaps): while memory is past half the cap, or datagrams given
+ * up under pressure may be coming back. Below that nothing can be short of
+ * memory soon, and the work is not done: half a cap of traffic is time
+ * enough to learn the gaps and standings again before the cap is reached. */
+static inline bool dfr_watching(const struct rxp_defrag_table *t)
+{
+	return t->c.mem > t->watch_mem || dfr_tombs_live(t);
+}
 
 /* How far a gap of about g may stray, in class cls, before it is not the
  * steady gap of datagrams taking turns: four typical deviations, and an
@@ -351,20 +365,15 @@ static inline bool dfr_gap_skips(const struct rxp_defrag_table *t, const struct 
 
 static inline void dfr_gap_note(struct rxp_defrag_table *t, struct dfr_queue *q, uint32_t gap)
 {
-	unsigned c = dfr_cls(q);
-
-	gap = dfr_gap_avg(t, c, gap);
-	if (dfr_gap_skips(t, q, gap))
-		q->pst |= DFR_P_SKIPPED;
+	if (gap > DFR_GAP_MAX)
+		gap = DFR_GAP_MAX;
+	if (rxp_unlikely(dfr_watching(t))) {
+		dfr_gap_avg(t, dfr_cls(q), gap);
+		if (dfr_gap_skips(t, q, gap))
+			q->pst |= DFR_P_SKIPPED;
+	}
 	if (gap > q->gapmax)
 		q->gapmax = gap;
-}
-
-/* Whether a datagram given up under pressure may still be remembered, so
- * that a fragment without a queue must be looked up in the tags. */
-static inline bool dfr_tombs_live(const struct rxp_defrag_table *t)
-{
-	return t->seq < t->tomb_until;
 }
 
 #define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
