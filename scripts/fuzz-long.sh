@@ -12,7 +12,8 @@
 # never at the repository root.
 #
 # Usage: scripts/fuzz-long.sh [BUILD] [TARGET...]   (BUILD: build/fuzz)
-# Environment: FUZZ_RUNS, FUZZ_SECONDS, FUZZ_NICE (default 10).
+# Environment: FUZZ_RUNS, FUZZ_SECONDS (both set: whichever comes first),
+# FUZZ_NICE (default 10).
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build/fuzz}
@@ -50,16 +51,19 @@ for t in $targets; do
 	mkdir -p "$corpus" "$work"
 	cp -r "$corpus"/. "$work"/
 	before=$(ls "$corpus" | wc -l)
-	if [ -n "${FUZZ_SECONDS:-}" ]; then
+	# FUZZ_SECONDS alone: time only; with FUZZ_RUNS too: whichever first
+	if [ -n "${FUZZ_SECONDS:-}" ] && [ -z "${FUZZ_RUNS:-}" ]; then
 		limit="-max_total_time=$FUZZ_SECONDS"
+	elif [ -n "${FUZZ_SECONDS:-}" ]; then
+		limit="-runs=$runs -max_total_time=$FUZZ_SECONDS"
 	else
 		limit="-runs=$runs"
 	fi
 	start=$(date +%s)
 	rm -f "$art/$t-"*
 	echo "== $t: $limit (corpus $before inputs)"
-	# shellcheck disable=SC2046
-	ASAN_OPTIONS=detect_leaks=1 nice -n "$nicev" "$bin" "$limit" -rss_limit_mb=2048 \
+	# shellcheck disable=SC2046,SC2086
+	ASAN_OPTIONS=detect_leaks=1 nice -n "$nicev" "$bin" $limit -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$art/$t-" $(opts_of "$t") "$work" >"$log" 2>&1
 	rc=$?
 	secs=$(($(date +%s) - start))
