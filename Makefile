@@ -5,10 +5,11 @@ REL     := build/release
 ASAN    := build/asan
 ASANI   := build/asan-inline
 FUZZB   := build/fuzz
+FUZZCOV := build/fuzz-cov
 FUZZ_SECONDS ?= 60
 CTEST   := ctest --output-on-failure -j $(JOBS)
 
-.PHONY: all deps release asan asan-inline fuzz-build run test test-release test-asan bench fuzz install format format-check clean
+.PHONY: all deps release asan asan-inline fuzz-build fuzz-cov-build run test test-release test-asan bench fuzz fuzz-long fuzz-cov install format format-check clean
 
 all: release
 
@@ -33,6 +34,10 @@ fuzz-build: deps
 	@CC=clang cmake -S . -B $(FUZZB) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_FUZZ=ON -DRXP_BENCH=OFF >/dev/null
 	@cmake --build $(FUZZB) -j $(JOBS)
 
+fuzz-cov-build: deps
+	@CC=clang cmake -S . -B $(FUZZCOV) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_FUZZ=ON -DRXP_FUZZ_COV=ON -DRXP_BENCH=OFF >/dev/null
+	@cmake --build $(FUZZCOV) -j $(JOBS)
+
 # The main job (see README): the mixed workload through the whole pipeline.
 run: release
 	@$(REL)/rxpath run $(ARGS)
@@ -54,6 +59,16 @@ bench: release
 
 fuzz: fuzz-build
 	@cd $(FUZZB) && RXP_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -R '^fuzz/'
+
+# Every target to 10^7 executions (FUZZ_RUNS), or for FUZZ_SECONDS each when
+# that is given (both: whichever comes first); the corpora are merged back
+# (scripts/fuzz-long.sh).
+fuzz-long: fuzz-build
+	@FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SECONDS=$(if $(filter command line environment,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS)) scripts/fuzz-long.sh $(FUZZB)
+
+# Line coverage per source file after running every corpus once.
+fuzz-cov: fuzz-cov-build
+	@scripts/fuzz-cov.sh $(FUZZCOV) $(FUZZB)
 
 install: release
 	@cmake --install $(REL)

@@ -7,8 +7,9 @@
  *            | "afpacket:" IF ["," kv]...   |  "afxdp:" IF ["," kv]...
  *   wrapper := "fault:" kv ("," kv)...      |  "capture:" PATH
  *
- * sim keys: queues ring buf page seed zl hw_burst count min max v6 mtu loss
- * flows dport inflight shuffle replay=PATH; afpacket/afxdp keys: queues; fault keys: seed
+ * sim keys: queues ring buf page pages seed zl hw_burst count min max v6 mtu
+ * loss flows dport inflight shuffle replay=PATH (pages: page-pool pages per
+ * queue); afpacket/afxdp keys: queues; fault keys: seed
  * loss dup reorder tx_loss. Wrappers apply left to right outermost first:
  * "capture:x.pcap+fault:loss=0.1+sim" captures what the fault injector
  * delivers. Owns nothing after returning: the device owns the copies.
@@ -75,6 +76,8 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp)
 			sc.buf_size = (uint32_t)x;
 		else if (!strcmp(k, "page"))
 			sc.page_size = (uint32_t)x;
+		else if (!strcmp(k, "pages"))
+			sc.n_pages = (uint32_t)x;
 		else if (!strcmp(k, "seed"))
 			sc.seed = gc.seed = (uint64_t)x;
 		else if (!strcmp(k, "zl"))

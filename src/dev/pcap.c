@@ -62,6 +62,20 @@ static int open_offline(const char *path, pcap_t **out, enum l2kind *kind)
 	return 0;
 }
 
+/* A record's capture time in nanoseconds (the handle is opened with
+ * nanosecond precision). A classic pcap file's seconds are an unsigned
+ * 32-bit field, which libpcap reads as signed: times from 2038-01-19 on
+ * come back negative, and are taken as the unsigned value, as Wireshark
+ * reads them (fuzz_capture). */
+static uint64_t ts_ns(const struct pcap_pkthdr *h)
+{
+	int64_t sec = (int64_t)h->ts.tv_sec;
+
+	if (sec < 0 && sec >= INT32_MIN)
+		sec += (int64_t)1 << 32;
+	return (uint64_t)sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+}
+
 /* ---- the device ----------------------------------------------------------- */
 
 struct pcapdev {
@@ -103,7 +117,7 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			continue;
 		}
 		memcpy(rxp_pkt_put(pkt, len), data + skip, len);
-		pkt->tstamp_ns = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		pkt->tstamp_ns = ts_ns(h);
 		rxp_dev_classify(pkt, pd->kind == L2_ETH);
 		if (pd->kind == L2_SLL && len) {
 			/* Cooked: the protocol is in the SLL header. */

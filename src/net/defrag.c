@@ -990,8 +990,13 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	}
 	/* Strict mode fails a datagram over 65535 bytes when it completes, as
 	 * Linux does; policy mode must refuse it now, because its block map and
-	 * build buffers are sized for 65535. */
-	if (!strict && fi.hdrlen + fi.end > DFR_MAXLEN) {
+	 * build buffers are sized for 65535. What may not pass 65535 is IPv4's
+	 * total length, but IPv6's payload length: the extension headers and
+	 * the payload, not the fixed header or the fragment header
+	 * (fuzz_frag_roundtrip: 65532 payload bytes were refused). */
+	if (!strict &&
+	    fi.hdrlen - (fi.key.family == 6 ? RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN : 0) + fi.end >
+		    DFR_MAXLEN) {
 		kill_with(t, q, pkt, RXP_DROP_FRAG_TOO_BIG);
 		return NULL;
 	}

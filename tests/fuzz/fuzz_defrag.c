@@ -1,41 +1,60 @@
 /* libFuzzer target: an input is one configuration byte (bits 0-1: the
  * policy, of strict, bsd, last and windows; bit 2: forward mode; bit 3: the
- * Linux-like pressure policy instead of eviction), then a sequence of
- * records
+ * Linux-like pressure policy instead of eviction; bit 4: destroy the table
+ * at the end, with whatever it holds, instead of expiring everything), then
+ * a sequence of records
  *   [1 byte flags][2 bytes length][length bytes of IPv4/IPv6 packet]
  * (flags bit 0: run the timers after the packet; bits 3-7: how many 2 s
  * steps the clock moves first) fed through one table with a small memory
  * cap and queue cap, so eviction and timeouts run too. Nothing may crash
- * or leak. */
-#include <stdint.h>
-#include <string.h>
-
+ * or leak.
+ *
+ * The pool and one table per configuration live as long as the process.
+ * After an input its table is emptied by running the timers past every
+ * queue's expiry, which must leave no queue and no memory charged; a table
+ * left empty is equivalent to a fresh one (queues, timers and max_dist
+ * counts are all relative to what the table holds), so an input behaves
+ * the same whatever ran before it. */
 #include "rxpath/defrag.h"
-#include "rxpath/pkt.h"
+#include "fuzz.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#define FZ_NCFG 16
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static struct rxp_defrag_table *tables[FZ_NCFG];
+
+static struct rxp_defrag_table *table_for(unsigned cfg)
 {
 	static const enum rxp_defrag_policy pols[4] = {RXP_DEFRAG_STRICT, RXP_DEFRAG_BSD,
 						       RXP_DEFRAG_LAST, RXP_DEFRAG_WINDOWS};
-	struct rxp_pktpool_config pc = {.name = "fz", .n_pkts = 512, .n_bufs = 512, .n_large = 8};
-	struct rxp_pktpool *pp;
-	struct rxp_defrag_table *t;
 	struct rxp_defrag_config c = {.mem_limit = 64 * 1024, .max_queues = 16};
+
+	if (!tables[cfg]) {
+		c.policy = pols[cfg & 3];
+		c.forward = cfg & 4;
+		c.pressure = (cfg & 8) ? RXP_DEFRAG_PRESSURE_LINUX : RXP_DEFRAG_PRESSURE_EVICT;
+		tables[cfg] = rxp_defrag_table_create(&c);
+		FZ_CHECK(tables[cfg]);
+	}
+	return tables[cfg];
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rxp_pktpool_config pc = {.name = "fz", .n_pkts = 512, .n_bufs = 512, .n_large = 8};
+	struct rxp_pktpool *pp = fz_pool(&pc);
+	struct rxp_defrag_table *t;
+	struct rxp_defrag_counters ct;
 	uint64_t now = 0;
+	unsigned cfg;
+	bool teardown;
 
 	if (size < 1)
 		return 0;
-	c.policy = pols[data[0] & 3];
-	c.forward = data[0] & 4;
-	c.pressure = (data[0] & 8) ? RXP_DEFRAG_PRESSURE_LINUX : RXP_DEFRAG_PRESSURE_EVICT;
+	cfg = data[0] & (FZ_NCFG - 1);
+	teardown = data[0] & 0x10;
+	t = table_for(cfg);
 	data++;
 	size--;
-	pp = rxp_pktpool_create(&pc);
-	t = rxp_defrag_table_create(&c);
-	if (!pp || !t)
-		__builtin_trap();
 	while (size >= 3) {
 		uint8_t fl = data[0];
 		size_t len = (size_t)data[1] << 8 | data[2];
@@ -54,8 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				uint8_t tmp[64];
 
 				/* Touch the result: a well-formed chain. */
-				if (rxp_pkt_copy_bits(r, 0, tmp, r->len < 64 ? r->len : 64))
-					__builtin_trap();
+				FZ_CHECK(!rxp_pkt_copy_bits(r, 0, tmp, r->len < 64 ? r->len : 64));
 				rxp_pkt_consume(r);
 			}
 		}
@@ -64,8 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += len;
 		size -= len;
 	}
-	rxp_defrag_table_destroy(t);
-	if (rxp_pktpool_destroy(pp))
-		__builtin_trap();
+	if (teardown) {
+		rxp_defrag_table_destroy(t);
+		tables[cfg] = NULL;
+	} else {
+		rxp_defrag_expire(t, UINT64_MAX);
+		rxp_defrag_get_counters(t, &ct);
+		FZ_CHECK(ct.queues == 0 && ct.mem == 0);
+	}
+	fz_pool_quiet(pp);
 	return 0;
 }

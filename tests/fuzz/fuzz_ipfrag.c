@@ -7,14 +7,9 @@
  * was fragmented, and every packet and page must be returned afterwards:
  * the target aborts on a leak.
  */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "rxpath/ip_output.h"
 #include "rxpath/ipid.h"
-#include "rxpath/pkt.h"
-#include "rxptest.h"
+#include "fuzz.h"
 
 static struct rxp_pktpool *pp;
 static struct rxp_ipid_table *ids;
@@ -27,7 +22,6 @@ static struct rxp_page *page_new(const uint8_t *data, uint32_t size)
 	return pg;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rxp_pkt_queue q;
@@ -40,10 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			.name = "fuzz", .n_pkts = 4096, .n_bufs = 4096, .n_large = 64};
 		struct rxp_ipid_config ic = {.n_buckets = 1024};
 
-		pp = rxp_pktpool_create(&c);
+		pp = fz_pool(&c);
 		ids = rxp_ipid_create(&ic);
-		if (!pp || !ids)
-			abort();
+		FZ_CHECK(ids);
 	}
 	if (size < 3 || size > 65535 + 3)
 		return 0;
@@ -53,31 +46,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size -= 3;
 	lin = nfr && size > 64 ? 64 : (uint32_t)size;
 	p = rxp_pkt_alloc(pp, lin);
-	if (!p)
-		abort();
+	FZ_CHECK(p);
 	memcpy(rxp_pkt_put(p, lin), data, lin);
 	for (uint32_t i = 0, off = lin; off < size; i++) {
 		uint32_t left = (uint32_t)size - off;
 		uint32_t sz = i + 1 >= nfr ? left : (left + nfr - 1) / nfr;
 		struct rxp_page *pg = page_new(data + off, sz);
 
-		if (rxp_pkt_add_frag(p, pg, 0, sz, sz))
-			abort();
+		FZ_CHECK(!rxp_pkt_add_frag(p, pg, 0, sz, sz));
 		off += sz;
 	}
 	rxp_pkt_queue_init(&q);
 	rc = rxp_ip_fragment(p, mtu, ids, &q);
-	if (rc < 0 && q.len)
-		abort();
-	if (rc > 0 && (uint32_t)rc != q.len)
-		abort();
+	FZ_CHECK(rc >= 0 || !q.len);
+	FZ_CHECK(rc <= 0 || (uint32_t)rc == q.len);
 	while ((f = rxp_pkt_dequeue(&q))) {
-		if (rc > 1 && f->len > (mtu > RXP_IP_MAX_MTU ? RXP_IP_MAX_MTU : mtu))
-			abort();
+		FZ_CHECK(rc <= 1 || f->len <= (mtu > RXP_IP_MAX_MTU ? RXP_IP_MAX_MTU : mtu));
 		rxp_pkt_consume(f);
 	}
-	if (rxp_pktpool_pkts_outstanding(pp) || rxp_pktpool_bufs_outstanding(pp) ||
-	    rxpt_pages_outstanding())
-		abort();
+	fz_pool_quiet(pp);
 	return 0;
 }

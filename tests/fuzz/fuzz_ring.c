@@ -6,15 +6,14 @@
  * progress), or cleans with a budget; an XDP program driven by the input
  * passes, drops, transmits, moves the head and trims the tail. Every packet
  * is classified (rxp_dev_classify / rxp_rss_hash) and checked against its
- * length. At the end every page must be back: a leak aborts.
+ * length. At the end every page must be back: a leak aborts. The packet
+ * pool lives as long as the process; the ring (its shape is input) is
+ * made per input.
  */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "rxpath/dev.h"
 #include "rxpath/ring.h"
 #include "rxpath/sim.h"
+#include "fuzz.h"
 
 struct in {
 	const uint8_t *p;
@@ -63,40 +62,49 @@ static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint32_t bufs[] = {512, 2048, 3072, 2048};
+	/* Bytes past the first 64 of a frame are a fixed pattern, written once:
+	 * filled per frame, they cost more than the ring. */
 	static uint8_t frame[RXP_GEN_FRAME_MAX + 64];
+	static bool patterned;
 	struct in in = {data, size};
 	struct rxp_pktpool_config pc = {.name = "fuzz", .n_pkts = 256, .n_bufs = 64};
-	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
+	struct rxp_pktpool *pp = fz_pool(&pc);
 	struct rxp_txring *redir = rxp_txring_create(8);
 	struct rxp_rxring_config rc = {0};
 	struct rxp_rxring *r;
 	uint32_t cfg = take(&in, 2);
 
+	if (!patterned) {
+		for (uint32_t i = 64; i < sizeof(frame); i++)
+			frame[i] = (uint8_t)(i * 7);
+		patterned = true;
+	}
+
 	xin = &in;
-	rc.count = 4 + (cfg & 0x7f);
+	rc.count = 4 + (cfg & 0x3f);
 	rc.buf_size = bufs[(cfg >> 7) & 3];
 	rc.headroom = rc.buf_size == 512 ? 64 : 128;
 	rc.page_size = (cfg >> 9) & 1 ? 8192 : 4096;
-	rc.n_pages = (cfg >> 10) & 1 ? rc.count / 2 + 4 : 0;
+	/* Too few pages for the ring (refill runs dry), or enough (not the
+	 * default's 256 spare pages, which only cost time here). */
+	rc.n_pages = (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8;
 	rc.tx_count = 1 + ((cfg >> 11) & 7);
 	rc.pp = pp;
 	rc.xdp = (cfg >> 14) & 1 ? prog : NULL;
 	rc.xdp_ctx = redir;
 	r = rxp_rxring_create(&rc);
-	if (!r || !pp || !redir)
-		abort();
+	FZ_CHECK(r && redir);
 	for (int ops = 0; in.n && ops < 200; ops++) {
 		uint32_t op = take(&in, 1);
 
 		if (op < 100) {
 			uint32_t len = take(&in, 2) % sizeof(frame), zl = take(&in, 1);
 
-			for (uint32_t i = 0; i < len; i++)
-				frame[i] = (uint8_t)(i < 64 ? take(&in, 1) : i * 7);
+			for (uint32_t i = 0; i < len && i < 64; i++)
+				frame[i] = (uint8_t)take(&in, 1);
 			rxp_rxring_hw_write(r, frame, len, len, zl << (op & 7));
 		} else if (op < 160) {
 			uint32_t len = take(&in, 2) % (rxp_rxring_buf_len(r) + 2);
@@ -112,8 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (unsigned i = 0; i < n; i++) {
 				uint32_t hl = rxp_pkt_headlen(out[i]);
 
-				if (out[i]->len != hl + out[i]->data_len)
-					abort();
+				FZ_CHECK(out[i]->len == hl + out[i]->data_len);
 				rxp_dev_classify(out[i], op & 1);
 				(void)rxp_rss_hash(out[i]->data, hl, !(op & 2));
 				if (hl > RXP_GEN_HDR_LEN)
@@ -128,9 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	rxp_txring_destroy(redir);
-	if (rxp_rxring_destroy(r))
-		abort(); /* a page leaked */
-	if (rxp_pktpool_destroy(pp))
-		abort();
+	FZ_CHECK(rxp_rxring_destroy(r) == 0); /* a page leaked */
+	fz_pool_quiet(pp);
 	return 0;
 }

@@ -11,12 +11,8 @@
  * After the input the link is torn down and the pool must have nothing
  * outstanding, and the arena only our reference (else abort: a leak).
  */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "rxpath/tipc.h"
-#include "rxptest.h"
+#include "fuzz.h"
 
 static struct rxp_pktpool *pp;
 
@@ -87,7 +83,6 @@ static struct rxp_pkt *mkpkt(const uint8_t *d, uint32_t len, uint8_t ctl)
 	return p;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rxp_tipc_link l;
@@ -97,9 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct rxp_pktpool_config c = {
 			.name = "fuzz", .n_pkts = 4096, .n_bufs = 4096, .n_large = 64};
 
-		pp = rxp_pktpool_create(&c);
-		if (!pp)
-			abort();
+		pp = fz_pool(&c);
 	}
 	rxp_tipc_link_init(&l, pp);
 	rxp_tipc_link_bind(&l, RXP_TIPC_PORT_ANY, sink, NULL);
@@ -126,13 +119,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pos += len;
 	}
 	rxp_tipc_link_fini(&l);
-	if (rxp_pktpool_pkts_outstanding(pp) || rxp_pktpool_bufs_outstanding(pp))
-		abort(); /* a leak */
 	if (arena) {
-		if (rxp_page_refcount(arena) != 1)
-			abort(); /* a page reference leaked */
+		FZ_CHECK(rxp_page_refcount(arena) == 1); /* a page reference leaked */
 		rxp_page_put(arena);
 		arena = NULL;
 	}
+	fz_pool_quiet(pp); /* and the pages of non-arena fragments */
 	return 0;
 }

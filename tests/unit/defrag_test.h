@@ -9,6 +9,7 @@
 #include "rxptest.h"
 #include "rxpath/defrag.h"
 #include "rxpath/wire.h"
+#include "defrag_model.h"
 
 static inline struct rxp_pktpool *dt_pool(void)
 {
@@ -146,54 +147,6 @@ static inline void env_down(struct env *e)
 {
 	rxp_defrag_table_destroy(e->t);
 	rxpt_pktpool_teardown(e->pp);
-}
-
-/* The reference models' rules (Linux's ip_frag_queue), written once for
- * the property and stress tests. End: an MF=0 fragment that ends before
- * the known end, or elsewhere than an earlier MF=0 one, and data past a
- * known end kill the datagram (false); else *len and *last follow. */
-static inline bool dt_model_end(bool *last, uint32_t *len, uint32_t end, bool mf)
-{
-	if (!mf) {
-		if (end < *len || (*last && end != *len))
-			return false;
-		*last = true;
-		*len = end;
-	} else if (end > *len) {
-		if (*last)
-			return false;
-		*len = end;
-	}
-	return true;
-}
-
-enum { DT_RUN_OK, DT_RUN_DUP, DT_RUN_OVL };
-
-/* Runs (inet_frag_queue_insert): [off, end) extends the last run when it
- * starts where that ends, or starts a run after it; otherwise, against the
- * runs: inside one is a duplicate, across one an overlap, and in a gap a
- * run of its own. rs[], re[] hold *n runs and room for one more. */
-static inline int dt_model_runs(uint32_t *rs, uint32_t *re, int *n, uint32_t off, uint32_t end)
-{
-	int last = -1;
-
-	for (int i = 0; i < *n; i++)
-		if (last < 0 || rs[i] > rs[last])
-			last = i;
-	if (last >= 0 && off == re[last]) {
-		re[last] = end;
-		return DT_RUN_OK;
-	}
-	if (last >= 0 && off < re[last]) {
-		for (int i = 0; i < *n; i++) {
-			if (end <= rs[i] || off >= re[i])
-				continue;
-			return off >= rs[i] && end <= re[i] ? DT_RUN_DUP : DT_RUN_OVL;
-		}
-	}
-	rs[*n] = off;
-	re[(*n)++] = end;
-	return DT_RUN_OK;
 }
 
 #endif

@@ -1,118 +1,15 @@
 /* Property test: random fragment streams (fragmentations, permutations,
  * duplicates, overlaps with other bytes, losses) through the engine and
- * through a reference model (a byte map plus the rules, written plainly),
- * for every policy, IPv4 and IPv6; outputs must be identical and nothing
- * may leak. Cases per (policy, family) = 10000 * RXP_PROPERTY_SCALE. */
+ * through the reference model (defrag_model.h: a byte map plus the rules,
+ * written plainly), for every policy, IPv4 and IPv6; outputs must be
+ * identical and nothing may leak. Cases per (policy, family) = 10000 *
+ * RXP_PROPERTY_SCALE. */
 #include <stdio.h>
 
 #include "defrag_test.h"
 
 #define NS 1000000000ull
 #define MAXF 32
-
-struct mfrag {
-	uint32_t off, end;
-	bool mf;
-	const uint8_t *src; /* bytes at src[off..end) */
-};
-
-/* ---- reference model --------------------------------------------------- */
-
-struct model {
-	enum rxp_defrag_policy pol;
-	bool open, first, last;
-	uint32_t len;
-	/* strict: runs; policy: fragments in arrival order */
-	uint32_t rs[MAXF * 2], re[MAXF * 2];
-	int nruns;
-	struct mfrag acc[MAXF * 2];
-	int nacc;
-	uint8_t covered[65536 / 8];
-};
-
-static void m_reset(struct model *m)
-{
-	m->open = m->first = m->last = false;
-	m->len = 0;
-	m->nruns = m->nacc = 0;
-	memset(m->covered, 0, sizeof(m->covered));
-}
-
-static bool m_wins(enum rxp_defrag_policy p, const struct mfrag *n, const struct mfrag *o)
-{
-	switch (p) {
-	case RXP_DEFRAG_FIRST:
-		return false;
-	case RXP_DEFRAG_LAST:
-		return true;
-	case RXP_DEFRAG_BSD:
-		return n->off < o->off;
-	case RXP_DEFRAG_BSD_RIGHT:
-		return n->off <= o->off && n->end > o->end;
-	case RXP_DEFRAG_LINUX:
-		return n->off <= o->off;
-	case RXP_DEFRAG_WINDOWS:
-		return n->off < o->off && n->end > o->end;
-	case RXP_DEFRAG_SOLARIS:
-		return n->off < o->off && n->end >= o->end;
-	default:
-		return false;
-	}
-}
-
-/* Returns true with out[0..len) when f completes a datagram. */
-static bool m_input(struct model *m, const struct mfrag *f, uint8_t *out, uint32_t *olen)
-{
-	if (f->off == 0 && !f->mf) {
-		/* Not a fragment (IPv4) or an atomic one (IPv6): passes by. */
-		memcpy(out, f->src, f->end);
-		*olen = f->end;
-		return true;
-	}
-	if (!m->open) {
-		m_reset(m);
-		m->open = true;
-	}
-	if (!dt_model_end(&m->last, &m->len, f->end, f->mf)) {
-		m->open = false;
-		return false;
-	}
-	if (m->pol == RXP_DEFRAG_STRICT) {
-		int r = dt_model_runs(m->rs, m->re, &m->nruns, f->off, f->end);
-
-		if (r == DT_RUN_OVL)
-			m->open = false;
-		if (r != DT_RUN_OK)
-			return false; /* a duplicate, or an overlap */
-	}
-	m->acc[m->nacc++] = *f;
-	if (f->off == 0)
-		m->first = true;
-	for (uint32_t b = f->off / 8; b < (f->end + 7) / 8; b++)
-		m->covered[b] = 1;
-	if (!m->first || !m->last)
-		return false;
-	for (uint32_t b = 0; b < (m->len + 7) / 8; b++)
-		if (!m->covered[b])
-			return false;
-	/* Complete: resolve bytes in arrival order. */
-	static int owner[65536];
-	for (uint32_t i = 0; i < m->len; i++)
-		owner[i] = -1;
-	for (int i = 0; i < m->nacc; i++) {
-		const struct mfrag *a = &m->acc[i];
-
-		for (uint32_t b = a->off; b < a->end; b++) {
-			if (owner[b] < 0 || m_wins(m->pol, a, &m->acc[owner[b]])) {
-				owner[b] = i;
-				out[b] = a->src[b];
-			}
-		}
-	}
-	*olen = m->len;
-	m->open = false;
-	return true;
-}
 
 /* ---- the test ------------------------------------------------------------ */
 
@@ -132,13 +29,13 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 	struct rxp_defrag_table *t = rxp_defrag_table_create(&cfg);
 	static uint8_t pl[4096], alt[4096], mout[4096], eout[4096 + 64];
 	uint64_t now = 0;
-	struct model *m = calloc(1, sizeof(*m));
+	struct dm_model *m = calloc(1, sizeof(*m));
 
 	assert_non_null(t);
 	m->pol = pol;
 	for (uint64_t c = 0; c < cases; c++) {
 		uint32_t L = 8 + (uint32_t)rxpt_rng_below(rng, 3000);
-		struct mfrag fr[MAXF];
+		struct dm_frag fr[MAXF];
 		int n = 0;
 
 		rxpt_fill(pl, L, (uint32_t)c);
@@ -149,7 +46,7 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 
 			if (off + len >= L || n == 11)
 				len = L - off;
-			fr[n++] = (struct mfrag){off, off + len, off + len < L, pl};
+			fr[n++] = (struct dm_frag){off, off + len, off + len < L, pl};
 			off += len;
 		}
 		/* losses */
@@ -176,23 +73,24 @@ static void run_policy(enum rxp_defrag_policy pol, int fam, uint64_t cases, stru
 					len = L - off;
 					mf = false;
 				}
-				fr[n++] = (struct mfrag){off, off + len, mf,
-							 rxpt_rng_below(rng, 2) ? alt : pl};
+				fr[n++] = (struct dm_frag){off, off + len, mf,
+							   rxpt_rng_below(rng, 2) ? alt : pl};
 			}
 		}
 		/* a permutation */
 		for (int i = n - 1; i > 0; i--) {
 			int j = (int)rxpt_rng_below(rng, (uint64_t)i + 1);
-			struct mfrag x = fr[i];
+			struct dm_frag x = fr[i];
 
 			fr[i] = fr[j];
 			fr[j] = x;
 		}
-		m_reset(m);
+		dm_reset(m);
 		uint16_t id = (uint16_t)c;
 		for (int i = 0; i < n; i++) {
 			uint32_t mlen = 0;
-			bool mdone = m_input(m, &fr[i], mout, &mlen);
+			enum dm_result mr = dm_input(m, &fr[i], mout, &mlen);
+			bool mdone = mr == DM_DONE || mr == DM_PASS;
 			struct rxp_pkt *p, *r;
 			uint32_t hl = fam == 4 ? 20 : 48;
 

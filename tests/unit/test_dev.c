@@ -525,6 +525,37 @@ static void test_capture_and_pcap(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* A classic pcap file's seconds are unsigned 32 bits: a time after
+ * 2038-01-19 (which libpcap hands over as negative seconds) reads back as
+ * written, as Wireshark reads it (fuzz_capture found it wrapped to a time
+ * centuries ahead). */
+static void test_pcap_time_after_2038(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	char path[] = "/tmp/rxp_test_2038_XXXXXX";
+	int fd = mkstemp(path);
+	uint64_t ts = 3707764736ull * 1000000000ull + 5000;
+	uint8_t ip[60] = {0x45, 0, 0, 60, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+	struct rxp_pcap_writer *w;
+	struct rxp_dev *d;
+	struct rxp_pkt *pk[2];
+
+	assert_true(fd >= 0);
+	close(fd);
+	w = rxp_pcap_writer_open(path, true);
+	assert_non_null(w);
+	assert_int_equal(rxp_pcap_writer_write(w, ip, 60, ts), 0);
+	assert_int_equal(rxp_pcap_writer_close(w), 0);
+	d = rxp_pcap_open(path, pp);
+	assert_non_null(d);
+	assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 2), 1);
+	assert_int_equal(pk[0]->tstamp_ns, ts);
+	rxp_pkt_consume(pk[0]);
+	assert_int_equal(rxp_dev_close(d), 0);
+	unlink(path);
+	rxpt_pktpool_teardown(pp);
+}
+
 static void test_pcap_raw_and_pcapng(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
@@ -644,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_sim_poll_bounded),
 		cmocka_unit_test(test_capture_and_pcap),
 		cmocka_unit_test(test_pcap_raw_and_pcapng),
+		cmocka_unit_test(test_pcap_time_after_2038),
 		cmocka_unit_test(test_dev_open_spec),
 	};
 

@@ -1,0 +1,116 @@
+#!/bin/sh
+# The long fuzz campaign (make fuzz-long): every libFuzzer target in turn,
+# one process at a time, until it has run FUZZ_RUNS inputs (default 10^7)
+# or, when FUZZ_SECONDS is set, for that long instead. Then its corpus is
+# merged and minimised back into tests/fuzz/corpus/TARGET/: inputs libFuzzer
+# named (40 hex digits) are replaced by the smallest set that keeps the
+# coverage of everything seen; other files there (hand-written seeds,
+# regression inputs) are always kept. A crash, leak, timeout or OOM stops
+# that target and its input is copied there as regress-KIND-HASH, so every
+# later run (and the CI pass) replays it; the run goes on with the next
+# target and exits 1 at the end. Artifacts land in BUILD/fuzz-artifacts/,
+# never at the repository root.
+#
+# Usage: scripts/fuzz-long.sh [BUILD] [TARGET...]   (BUILD: build/fuzz)
+# Environment: FUZZ_RUNS, FUZZ_SECONDS (both set: whichever comes first),
+# FUZZ_NICE (default 10).
+set -u
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build/fuzz}
+[ $# -gt 0 ] && shift
+build=$(cd "$build" && pwd) || exit 2
+runs=${FUZZ_RUNS:-10000000}
+nicev=${FUZZ_NICE:-10}
+art=$build/fuzz-artifacts
+top=$build/fuzz-long
+mkdir -p "$art" "$top"
+if [ $# -gt 0 ]; then
+	targets=$*
+else
+	targets=$(cd "$src/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
+fi
+status=0
+summary=$top/summary.txt
+: >"$summary"
+
+opts_of() {
+	f=$src/tests/fuzz/$1.options
+	[ -f "$f" ] && grep '^-' "$f" | tr '\n' ' '
+}
+
+for t in $targets; do
+	bin=$build/$t
+	corpus=$src/tests/fuzz/corpus/$t
+	work=$top/$t/work
+	log=$top/$t/log
+	if [ ! -x "$bin" ]; then
+		echo "fuzz-long: $bin is not built" >&2
+		status=1
+		continue
+	fi
+	mkdir -p "$corpus" "$work"
+	cp -r "$corpus"/. "$work"/
+	before=$(ls "$corpus" | wc -l)
+	# FUZZ_SECONDS alone: time only; with FUZZ_RUNS too: whichever first
+	if [ -n "${FUZZ_SECONDS:-}" ] && [ -z "${FUZZ_RUNS:-}" ]; then
+		limit="-max_total_time=$FUZZ_SECONDS"
+	elif [ -n "${FUZZ_SECONDS:-}" ]; then
+		limit="-runs=$runs -max_total_time=$FUZZ_SECONDS"
+	else
+		limit="-runs=$runs"
+	fi
+	start=$(date +%s)
+	rm -f "$art/$t-"*
+	echo "== $t: $limit (corpus $before inputs)"
+	# shellcheck disable=SC2046,SC2086
+	ASAN_OPTIONS=detect_leaks=1 nice -n "$nicev" "$bin" $limit -rss_limit_mb=2048 \
+		-print_final_stats=1 -artifact_prefix="$art/$t-" $(opts_of "$t") "$work" >"$log" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+	found=""
+	for a in "$art/$t-"*; do
+		[ -f "$a" ] || continue
+		kind=$(basename "$a" | sed "s/^$t-//; s/-.*//")
+		h=$(sha1sum "$a" | cut -c1-16)
+		cp "$a" "$corpus/regress-$kind-$h"
+		found="$found regress-$kind-$h"
+	done
+	if [ $rc -ne 0 ] || [ -n "$found" ]; then
+		status=1
+		echo "   $t FOUND (exit $rc):$found; see $log" | tee -a "$summary"
+		grep -m3 -E 'ERROR|fuzz check failed|SUMMARY' "$log"
+	fi
+	# merge and minimise: keep named files, then add what adds coverage
+	fresh=$top/$t/merged
+	rm -rf "$fresh"
+	mkdir -p "$fresh"
+	for f in "$corpus"/*; do
+		[ -f "$f" ] || continue
+		n=$(basename "$f")
+		if [ ${#n} -ne 40 ] || [ -n "$(printf %s "$n" | tr -d 0-9a-f)" ]; then
+			cp "$f" "$fresh"/
+		fi
+	done
+	# shellcheck disable=SC2046
+	if ASAN_OPTIONS=detect_leaks=1 nice -n "$nicev" "$bin" -merge=1 -rss_limit_mb=2048 \
+		-artifact_prefix="$art/$t-merge-" $(opts_of "$t") "$fresh" "$work" \
+		>"$top/$t/merge.log" 2>&1; then
+		find "$corpus" -maxdepth 1 -type f -regextype posix-extended \
+			-regex '.*/[0-9a-f]{40}' -delete
+		for f in "$fresh"/*; do
+			[ -f "$f" ] && [ ! -e "$corpus/$(basename "$f")" ] && cp "$f" "$corpus"/
+		done
+	else
+		echo "   $t: merge failed, corpus left as it was; see $top/$t/merge.log" |
+			tee -a "$summary"
+		status=1
+	fi
+	after=$(ls "$corpus" | wc -l)
+	printf '%-22s %12s execs %8s exec/s %6ss  corpus %s -> %s\n' "$t" "${execs:-?}" \
+		"${rate:-?}" "$secs" "$before" "$after" | tee -a "$summary"
+done
+echo "== fuzz-long summary ($summary)"
+cat "$summary"
+exit $status

@@ -1,0 +1,352 @@
+/*
+ * Structure-aware capture files for the two readers of src/dev/pcap.c (the
+ * pcap device and the sim NIC's replay source). The input describes a file:
+ * classic pcap (either byte order, micro- or nanosecond) or pcapng with
+ * several sections and interfaces of several link types (Ethernet, raw IP,
+ * IPv4, IPv6, Linux cooked, and ones rxpath does not read), snapshot
+ * lengths and timestamp resolutions, and its blocks: enhanced, simple and
+ * obsolete packet blocks for any interface (some that do not exist),
+ * statistics, name-resolution, custom and unknown blocks, a block whose
+ * lengths disagree, a file cut short. libpcap parses the file; rxpath maps
+ * link types, strips cooked headers, converts timestamps and classifies.
+ *
+ * The target knows every packet record it wrote, so what the device gives
+ * must be those records, in order, as far as libpcap reads (it may stop at
+ * a block it refuses, and may cut a record to the snapshot length): each
+ * packet a prefix of its record (without a cooked header), with the
+ * record's timestamp in nanoseconds and, for a cooked record, its
+ * protocol; the replay source gives the same records as frames (an
+ * Ethernet header in front of raw and cooked ones), but for those too big
+ * for a jumbo frame. A file of a link type rxpath does not read opens in
+ * neither. Nothing may leak.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rxpath/dev.h"
+#include "rxpath/sim.h"
+#include "rxpath/wire.h"
+#include "fuzz.h"
+
+#define MAXREC 256
+#define FILEMAX (1u << 20)
+
+/* Link types: what the file says, and how rxpath reads it (0 Ethernet,
+ * 1 raw IP, 2 cooked, -1 not at all). */
+static const struct {
+	uint16_t lt;
+	int kind;
+} links[8] = {{1, 0}, {101, 1}, {228, 1}, {229, 1}, {113, 2}, {0, -1}, {105, -1}, {276, -1}};
+static const uint32_t snaps[8] = {65535, 262144, 128, 9000, 64, 0, 1500, 65535};
+
+struct rec {
+	uint32_t off, caplen; /* bytes in file[] */
+	uint64_t ts_ns; /* UINT64_MAX: not checked */
+};
+
+static uint8_t file[FILEMAX];
+static uint32_t flen;
+static bool be; /* the current section's byte order */
+static struct rec recs[MAXREC];
+static unsigned nrec;
+
+static void put(const void *p, uint32_t n)
+{
+	if (flen + n > FILEMAX)
+		n = FILEMAX - flen;
+	memcpy(file + flen, p, n);
+	flen += n;
+}
+
+static void put16(uint32_t v)
+{
+	uint8_t b[2] = {(uint8_t)(be ? v >> 8 : v), (uint8_t)(be ? v : v >> 8)};
+
+	put(b, 2);
+}
+
+static void put32(uint32_t v)
+{
+	uint8_t b[4];
+
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (be ? 24 - 8 * i : 8 * i));
+	put(b, 4);
+}
+
+static void pad4(void)
+{
+	static const uint8_t z[4];
+
+	put(z, (4 - (flen & 3)) & 3);
+}
+
+/* Record bytes: the input's first ones, then a pattern; with an Ethernet
+ * or IP looking start so that classification has work to do. */
+static void put_data(struct fz_in *in, uint32_t caplen, int kind, uint64_t ts_ns)
+{
+	uint32_t at = flen;
+
+	if (flen + caplen > FILEMAX)
+		caplen = FILEMAX - flen;
+	fz_bytes(in, file + flen, caplen, flen);
+	if (kind == 1 && caplen)
+		file[at] = (uint8_t)((file[at] & 0x0f) | ((file[at] & 1) ? 0x60 : 0x40));
+	flen += caplen;
+	if (nrec < MAXREC)
+		recs[nrec++] = (struct rec){at, caplen, ts_ns};
+}
+
+/* A pcapng block: type, body, lengths (bad: the trailing length is off). */
+static uint32_t blk_start(uint32_t type)
+{
+	uint32_t at = flen;
+
+	put32(type);
+	put32(0); /* length, patched */
+	return at;
+}
+
+static void blk_end(uint32_t at, bool bad)
+{
+	uint32_t len;
+
+	pad4();
+	len = flen - at + 4;
+	flen = at + 4;
+	put32(len);
+	flen = at + len - 4;
+	put32(bad ? len + 4 : len);
+}
+
+static uint64_t ts_of(struct fz_in *in, uint64_t *units)
+{
+	*units = (uint64_t)fz_u32(in) << 8 | fz_u8(in);
+	return *units;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t frame[RXP_GEN_FRAME_MAX + 64];
+	static uint8_t pbuf[65536 + 512];
+	struct rxp_pktpool_config pc = {.name = "fzc", .n_pkts = 256, .n_bufs = 64, .n_large = 4};
+	struct rxp_pktpool *pp = fz_pool(&pc);
+	struct fz_in in = {data, size};
+	uint32_t b0 = fz_u8(&in), b1 = fz_u8(&in);
+	bool ng = b0 & 1, ns = b0 & 4;
+	int kind = links[(b0 >> 3) & 7].kind, nidb = 0;
+	uint32_t tsmul[16];
+	int fd = memfd_create("fuzz.cap", 0);
+	char path[64];
+	struct rxp_dev *d;
+	struct rxp_src *src;
+	unsigned k = 0;
+	uint32_t skip;
+	int first_lt = -1; /* pcapng: the first interface's link type */
+
+	FZ_CHECK(fd >= 0);
+	flen = 0;
+	nrec = 0;
+	be = b0 & 2;
+	if (!ng) {
+		put32(ns ? 0xa1b23c4d : 0xa1b2c3d4);
+		put16(2);
+		put16(4);
+		put32(0);
+		put32(0);
+		put32(snaps[b1 & 7] ? snaps[b1 & 7] : 65535);
+		put32(links[(b0 >> 3) & 7].lt);
+	} else {
+		uint32_t at = blk_start(0x0a0d0d0a);
+
+		put32(0x1a2b3c4d);
+		put16(1);
+		put16(0);
+		put32(0xffffffff);
+		put32(0xffffffff);
+		blk_end(at, false);
+	}
+	for (int ops = 0; in.n && ops < 64; ops++) {
+		uint32_t op = fz_u8(&in), caplen = fz_u16(&in) % 2048, at;
+		uint64_t units;
+
+		if (op & 0x80)
+			caplen = caplen * 32 % 65536; /* now and then a big one */
+		if (!ng) {
+			uint32_t sec = fz_u32(&in),
+				 frac = fz_u32(&in) % (ns ? 1000000000u : 1000000u);
+			uint32_t orig = (op & 1) ? caplen + fz_u8(&in) : caplen;
+
+			put32(sec);
+			put32(frac);
+			put32(caplen);
+			put32(orig);
+			put_data(&in, caplen, kind,
+				 (uint64_t)sec * 1000000000ull + (uint64_t)frac * (ns ? 1 : 1000));
+			continue;
+		}
+		switch (op & 7) {
+		case 0: /* an interface: link type, snapshot, timestamp resolution */
+		case 1: {
+			uint32_t b = fz_u8(&in), res = (b & 0xc0) == 0xc0 ? 9 : 6;
+
+			at = blk_start(1);
+			put16(links[(op >> 3) & 7].lt);
+			put16(0);
+			put32(snaps[b & 7]);
+			if (b & 0x80) {
+				uint8_t r = (uint8_t)res;
+
+				put16(9); /* if_tsresol */
+				put16(1);
+				put(&r, 1);
+				pad4();
+				put16(0);
+				put16(0);
+			}
+			blk_end(at, false);
+			if (first_lt < 0)
+				first_lt = (int)((op >> 3) & 7);
+			if (nidb < 16)
+				tsmul[nidb++] = res == 9 ? 1 : 1000;
+			break;
+		}
+		case 2: /* an enhanced packet block */
+		case 3: {
+			uint32_t ifc = fz_u8(&in) % (uint32_t)(nidb + 1);
+			uint32_t orig = (op & 8) ? caplen + fz_u8(&in) : caplen;
+			uint64_t ts = ts_of(&in, &units);
+
+			at = blk_start(6);
+			put32(ifc);
+			put32((uint32_t)(ts >> 32));
+			put32((uint32_t)ts);
+			put32(caplen);
+			put32(orig);
+			put_data(&in, caplen, kind,
+				 (int)ifc < nidb ? units * tsmul[ifc] : UINT64_MAX);
+			blk_end(at, op & 0x40);
+			break;
+		}
+		case 4: /* a simple packet block (interface 0) */
+			at = blk_start(3);
+			put32(caplen);
+			put_data(&in, caplen, kind, UINT64_MAX);
+			blk_end(at, false);
+			break;
+		case 5: { /* the obsolete packet block */
+			uint64_t ts = ts_of(&in, &units);
+
+			at = blk_start(2);
+			put16(fz_u8(&in) % (uint32_t)(nidb + 1));
+			put16(0);
+			put32((uint32_t)(ts >> 32));
+			put32((uint32_t)ts);
+			put32(caplen);
+			put32(caplen);
+			put_data(&in, caplen, kind, UINT64_MAX);
+			blk_end(at, false);
+			break;
+		}
+		case 6: { /* statistics, name resolution, custom, unknown */
+			static const uint32_t types[4] = {5, 4, 0xbad, 0x12345678};
+
+			at = blk_start(types[(op >> 3) & 3]);
+			for (uint32_t i = 0; i < caplen % 64; i++)
+				put32(fz_u8(&in));
+			blk_end(at, false);
+			break;
+		}
+		default: /* a new section, maybe in the other byte order */
+			be = (op >> 3) & 1;
+			at = blk_start(0x0a0d0d0a);
+			put32(0x1a2b3c4d);
+			put16(1);
+			put16(0);
+			put32(0xffffffff);
+			put32(0xffffffff);
+			blk_end(at, false);
+			nidb = 0;
+			break;
+		}
+	}
+	if (b1 & 0x80 && flen > 8)
+		flen -= 1 + b1 % 7; /* cut short */
+	FZ_CHECK(write(fd, file, flen) == (ssize_t)flen);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+
+	/* How rxpath reads the file: by its link type (pcapng: the first
+	 * interface's; libpcap refuses any other). */
+	if (ng)
+		kind = first_lt < 0 ? -1 : links[first_lt].kind;
+	skip = kind == 2 ? 16 : 0;
+
+	/* the device: records in order, each a prefix of what was written */
+	d = rxp_pcap_open(path, pp);
+	if (kind < 0 && first_lt >= 0)
+		FZ_CHECK(!d); /* a link type rxpath does not read */
+	while (d) {
+		struct rxp_pkt *pk[16];
+		int n = rxp_dev_rx_burst(d, 0, pk, 16);
+
+		if (n <= 0)
+			break;
+		FZ_CHECK(rxp_dev_is_raw_ip(d) == (kind > 0));
+		for (int i = 0; i < n; i++) {
+			struct rxp_pkt *p = pk[i];
+			const uint8_t *r;
+
+			FZ_CHECK(p->len <= sizeof(pbuf) && !rxp_pkt_copy_bits(p, 0, pbuf, p->len));
+			/* cooked records shorter than their header are dropped */
+			while (k < nrec && recs[k].caplen <= skip)
+				k++;
+			FZ_CHECK(k < nrec);
+			r = file + recs[k].off;
+			FZ_CHECK(p->len > 0 && p->len + skip <= recs[k].caplen);
+			FZ_CHECK(!memcmp(pbuf, r + skip, p->len));
+			if (recs[k].ts_ns != UINT64_MAX)
+				FZ_CHECK(p->tstamp_ns == recs[k].ts_ns);
+			if (skip)
+				FZ_CHECK(p->protocol == (r[14] << 8 | r[15]));
+			k++;
+			rxp_pkt_consume(p);
+		}
+	}
+	src = rxp_src_pcap(path);
+	FZ_CHECK(!d == !src);
+	if (d)
+		FZ_CHECK(rxp_dev_close(d) == 0);
+	/* the replay source: frames of the same records, but for empty ones
+	 * and those a jumbo frame cannot hold */
+	k = 0;
+	for (uint32_t len; src && src->next(src, frame, sizeof(frame), &len) == 0; k++) {
+		uint32_t off = kind > 0 ? RXP_ETH_HLEN : 0;
+
+		for (; k < nrec; k++) {
+			const struct rec *r = &recs[k];
+
+			if (len > off && len - off + skip <= r->caplen &&
+			    !memcmp(frame + off, file + r->off + skip, len - off))
+				break;
+			/* a record it may have left out */
+			FZ_CHECK(r->caplen <= skip || r->caplen - skip + off > sizeof(frame));
+		}
+		FZ_CHECK(k < nrec);
+		if (kind > 0) {
+			uint16_t et = (uint16_t)(frame[12] << 8 | frame[13]);
+
+			if (kind == 2)
+				FZ_CHECK(et ==
+					 (file[recs[k].off + 14] << 8 | file[recs[k].off + 15]));
+			else
+				FZ_CHECK(et ==
+					 ((frame[off] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP));
+		}
+	}
+	if (src)
+		src->close(src);
+	close(fd);
+	fz_pool_quiet(pp);
+	return 0;
+}
