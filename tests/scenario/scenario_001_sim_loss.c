@@ -97,8 +97,12 @@ static void test_goodput_under_loss(void **state)
 
 static void test_goodput_under_overload(void **state)
 {
-	struct ovl_config c = {.seed = 4, .dgrams = 3000, .frags = 4, .in_flight = 825,
-			       .ipv6_pct = 100, .shuffle = true};
+	struct ovl_config c = {.seed = 4,
+			       .dgrams = 3000,
+			       .frags = 4,
+			       .in_flight = 825,
+			       .ipv6_pct = 100,
+			       .shuffle = true};
 	struct rxp_defrag_config dc = {.mem_limit = 4u << 20, .max_dist = -1};
 	struct rxp_gen_config gc;
 	struct ovl_result t;

@@ -68,8 +68,8 @@ static void test_goodput_near_reference(void **state)
 		printf("  cap %3llu KiB, %2u frags, %3ux (%5u in flight), v6 %3u%%, %s, loss "
 		       "%.3f: rxpath %5llu, reference %5llu (%.2f)\n",
 		       (unsigned long long)(cap >> 10), k, ratio, w, c.ipv6_pct,
-		       c.shuffle ? "shuffled" : "in order", c.loss,
-		       (unsigned long long)r.delivered, (unsigned long long)ref, q);
+		       c.shuffle ? "shuffled" : "in order", c.loss, (unsigned long long)r.delivered,
+		       (unsigned long long)ref, q);
 		assert_int_equal(r.bad, 0);
 		assert_int_equal(r.cap_exceeded, 0);
 		assert_true(r.c.mem_high_water <= cap);
@@ -130,8 +130,7 @@ static void test_attack_mixed_in(void **state)
 		printf("  attacker with %u IDs at 10x: legitimate %llu of %llu alone (%llu "
 		       "attacker frames; evict_rank %llu, refused_new %llu)\n",
 		       ids, (unsigned long long)mixed.delivered,
-		       (unsigned long long)alone.delivered,
-		       (unsigned long long)mixed.attack_frames,
+		       (unsigned long long)alone.delivered, (unsigned long long)mixed.attack_frames,
 		       (unsigned long long)mixed.c.evict_rank,
 		       (unsigned long long)mixed.c.refused_new);
 		assert_int_equal(alone.delivered, 6000);
