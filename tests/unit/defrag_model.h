@@ -129,7 +129,7 @@ static inline bool dm_wins(enum rxp_defrag_policy p, const struct dm_frag *n,
  * A fragment that would make the model accept more than DM_MAXACC fragments
  * must not be given. Not inlined, so that the fuzz build can leave it out
  * of coverage by name (tests/fuzz/coverage-ignore.txt). */
-static inline __attribute__((noinline)) enum dm_result
+static __attribute__((noinline, unused)) enum dm_result
 dm_input(struct dm_model *m, const struct dm_frag *f, uint8_t *out, uint32_t *olen)
 {
 	if (f->off == 0 && !f->mf) {
