@@ -6,7 +6,7 @@
  * reserved with the table and touched as they are first used (no allocation
  * on the data path), the slot table and a
  * bucket array of chains keyed by SipHash under a random per-table key (see
- * la_index), one timer FIFO per family (the timeout is fixed per family and
+ * slot_index), one timer FIFO per family (the timeout is fixed per family and
  * armed at creation, so creation order is expiry order), and per-source
  * counters for max_dist. Invariants: every queue in use is either in its
  * slot (q->slot) or in exactly one bucket chain (displaced, counted by
@@ -50,18 +50,14 @@ int rxp_defrag_policy_parse(const char *name, enum rxp_defrag_policy *p)
 static void table_free(struct rxp_defrag_table *t)
 {
 	free(t->buckets);
-	free(t->la);
+	free(t->slots);
 	if (t->qarr)
 		munmap(t->qarr, t->qarr_bytes);
 	if (t->tomb)
 		munmap(t->tomb, t->tomb_bytes);
 	free(t->src);
-	free(t->blockmem);
-	free(t->owner);
-	free(t->fragv);
-	free(t->pdata);
-	free(t->ptmp);
-	dfr_runs_fini(t);
+	if (t->st)
+		t->st->fini(t);
 	free(t);
 }
 
@@ -108,8 +104,10 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	if (!t)
 		goto nomem;
 	t->cfg = c;
-	t->qcharge = (uint32_t)sizeof(struct dfr_queue) +
-		     (c.policy != RXP_DEFRAG_STRICT ? DFR_BLOCK_BYTES : 0);
+	/* The storage, chosen once: runs for Linux's rules, arrival order and
+	 * a block map for the target policies. */
+	t->st = c.policy == RXP_DEFRAG_STRICT ? &dfr_runs_storage : &dfr_policy_storage;
+	t->qcharge = (uint32_t)sizeof(struct dfr_queue) + t->st->qcharge;
 	t->watch_mem = c.mem_limit / 2;
 	randombytes_buf(t->hkey, sizeof(t->hkey));
 	while (nb < c.max_queues)
@@ -117,8 +115,8 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	t->bmask = nb - 1;
 	t->buckets = calloc(nb, sizeof(t->buckets[0]));
 	/* Twice the buckets: few queues are displaced from their slot. */
-	t->lamask = 2 * nb - 1;
-	t->la = calloc(2 * (size_t)nb, sizeof(t->la[0]));
+	t->smask = 2 * nb - 1;
+	t->slots = calloc(2 * (size_t)nb, sizeof(t->slots[0]));
 	/* Every fragment reads its queue, one of up to max_queues spread over
 	 * megabytes: huge pages spare the TLB misses. Touched as used, so a
 	 * large max_queues costs what is in flight. */
@@ -132,19 +130,10 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	 * sets of 8 (mapped, touched as used). */
 	t->tmask = 4 * nb - 1;
 	t->tomb = lazy_alloc((size_t)4 * nb * sizeof(t->tomb[0]), &t->tomb_bytes);
-	if (!t->buckets || !t->la || !t->qarr || !t->src || !t->tomb)
+	if (!t->buckets || !t->slots || !t->qarr || !t->src || !t->tomb)
 		goto nomem;
-	if (c.policy == RXP_DEFRAG_STRICT && dfr_runs_init(t))
+	if (t->st->init(t))
 		goto nomem;
-	if (c.policy != RXP_DEFRAG_STRICT) {
-		t->blockmem = calloc(c.max_queues, DFR_BLOCK_BYTES);
-		t->owner = malloc(65536 * sizeof(t->owner[0]));
-		t->fragv = malloc(DFR_POLICY_MAX_FRAGS * sizeof(t->fragv[0]));
-		t->pdata = malloc(65536);
-		t->ptmp = malloc(65536);
-		if (!t->blockmem || !t->owner || !t->fragv || !t->pdata || !t->ptmp)
-			goto nomem;
-	}
 	TAILQ_INIT(&t->freel);
 	for (int f = 0; f < DFR_NFIFO; f++)
 		TAILQ_INIT(&t->fifo[f]);
@@ -213,7 +202,7 @@ static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
 }
 
 /*
- * Where queues are found. The slot table (t->la) is a direct-mapped array
+ * Where queues are found. The slot table (t->slots) is a direct-mapped array
  * of queue indices, indexed by a cheap unkeyed hash of the key: a new queue
  * takes its key's slot when the slot is free, and then lookup finds it
  * there, and nothing else is needed: no SipHash, no bucket chain. A queue
@@ -224,7 +213,7 @@ static struct dfr_queue **bucket(struct rxp_defrag_table *t, uint64_t h)
  * others are in the keyed table, where chains stay short and each costs the
  * SipHash lookup it would have cost anyway. A slot is freed with its queue.
  */
-static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key *k)
+static uint32_t slot_index(const struct rxp_defrag_table *t, const struct dfr_key *k)
 {
 	const uint8_t *b = (const uint8_t *)k;
 	uint64_t w0, w1, w2;
@@ -253,7 +242,7 @@ static uint32_t la_index(const struct rxp_defrag_table *t, const struct dfr_key 
 	 * two hosts have ids close together: adding the id to a hash of the
 	 * rest puts their slots side by side, sixteen to a cache line, where
 	 * a hash of the id too would spend a cache miss on each. */
-	return ((uint32_t)(w0 >> 32) + k->id) & t->lamask;
+	return ((uint32_t)(w0 >> 32) + k->id) & t->smask;
 }
 
 /* What a drop of a fragment we hold looks like: the discard hook first sees
@@ -402,7 +391,7 @@ static void giveup(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_dro
 	struct drain_arg a = {t, r};
 
 	count_giveup(t, q, r);
-	dfr_queue_for_each_drain(t, q, drain_drop, &a);
+	t->st->drain(t, q, drain_drop, &a);
 	t->c.mem -= q->mem;
 	q->mem = 0;
 	q->nfrags = 0;
@@ -415,7 +404,7 @@ static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q)
 	unsigned f = q->fifo;
 
 	if (q->slot != DFR_DISPLACED) {
-		t->la[q->slot] = 0;
+		t->slots[q->slot] = 0;
 	} else {
 		struct dfr_queue **pp = bucket(t, q->hash);
 
@@ -545,8 +534,8 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 	memset(q, 0, offsetof(struct dfr_queue, pf));
 	memset(&q->tq, 0, DFR_QUEUE_HOT - offsetof(struct dfr_queue, tq));
 	q->key = *k;
-	if (!t->la[slot]) {
-		t->la[slot] = (uint32_t)(q - t->qarr) + 1;
+	if (!t->slots[slot]) {
+		t->slots[slot] = (uint32_t)(q - t->qarr) + 1;
 		q->slot = slot;
 	} else {
 		struct dfr_queue **b;
@@ -574,11 +563,7 @@ static struct dfr_queue *queue_new(struct rxp_defrag_table *t, const struct dfr_
 		q->pst = DFR_CLS_NEW << 1;
 	}
 	q->fifo = dfr_fifo_of(k->family, dfr_cls(q));
-	RB_INIT(&q->runs);
-	if (t->blockmem) {
-		q->blocks = t->blockmem + (size_t)(q - t->qarr) * DFR_BLOCK_BYTES;
-		memset(q->blocks, 0, DFR_BLOCK_BYTES);
-	}
+	t->st->reset(t, q);
 	arm(t, q, now);
 	q->last_seq = (uint32_t)t->seq;
 	q->born = t->seq;
@@ -674,9 +659,7 @@ static void max_dist_check(struct rxp_defrag_table *t, struct dfr_queue *q, uint
 	q->meat = q->len = q->max_size = q->max_df_size = q->gapmax = 0;
 	q->flags = q->ecn_mask = 0;
 	q->pst &= (uint8_t)~DFR_P_SKIPPED;
-	q->nblocks = 0;
-	if (q->blocks)
-		memset(q->blocks, 0, DFR_BLOCK_BYTES);
+	t->st->reset(t, q);
 	q->born = t->seq;
 	q->qid = ++t->next_qid;
 	if (t->scan[q->fifo] == q)
@@ -731,7 +714,7 @@ static struct rxp_pkt *finish(struct rxp_defrag_table *t, struct dfr_queue *q,
 	 * they overlap the fragments', asked for above. */
 	queue_unlink(t, q);
 	tstamp = last->tstamp_ns; /* before building may free last */
-	res = t->cfg.policy == RXP_DEFRAG_STRICT ? dfr_runs_build(t, q) : dfr_policy_build(t, q);
+	res = t->st->build(t, q);
 	t->c.mem -= q->mem;
 	q->mem = 0;
 	if (!res)
@@ -770,10 +753,10 @@ static struct dfr_queue *lookup(struct rxp_defrag_table *t, const struct dfr_key
 {
 	struct dfr_queue *q;
 
-	*slot = la_index(t, k);
+	*slot = slot_index(t, k);
 	*hashed = false;
-	if (t->la[*slot]) {
-		q = &t->qarr[t->la[*slot] - 1];
+	if (t->slots[*slot]) {
+		q = &t->qarr[t->slots[*slot] - 1];
 		/* The per-fragment line with the key's, not after it. */
 		__builtin_prefetch((const char *)q + 64);
 		if (key_eq(&q->key, k))

@@ -87,7 +87,6 @@ static inline size_t dfr_key_len(const struct dfr_key *k)
 struct dfr_info {
 	struct dfr_key key;
 	uint32_t off, end; /* payload bytes [off, end) */
-	uint32_t iplen; /* bytes of the packet that are the IP datagram */
 	uint16_t hdrlen; /* bytes before the payload (v6: incl. the fragment header) */
 	uint16_t nhoff; /* v6: offset of the next-header byte that says 44 */
 	uint8_t nexthdr; /* v6: the fragment header's next header */
@@ -99,14 +98,14 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
 
 /* Laid out by how often a field is touched: lookup and every accepted
  * fragment read and write the first three cache lines (the key, the
- * per-fragment state, and the prefetch hints; the bucket chain and hash
- * only for a displaced queue); line 3 when a queue
- * is created, freed or restarted, in policy mode, and for each IPv4
- * fragment while max_dist is on (src and rid); lines 4 and 5 (the small
- * run arrays) by fragments out of order; line 6 by the first DFR_PF
- * fragments and at completion; line 7 at creation and by the pressure
- * policy and events. Queues are cache-line aligned in
- * the table's array. */
+ * per-fragment state with the storage's own, and the prefetch hints; the
+ * bucket chain and hash only for a displaced queue); line 3 when a queue
+ * is created, freed or restarted, for each IPv4 fragment while max_dist
+ * is on (src and rid), and by the pressure policy and events; lines 4 and
+ * 5 (runs storage: the small run arrays) by fragments out of order; line
+ * 6 by the first DFR_PF fragments and at completion. Queues are
+ * cache-line aligned in the table's array. The storage's fields (a union:
+ * runs or policy, chosen with the table) are the storage's alone. */
 #define DFR_SMALL_RUNS 8u
 #define DFR_DISPLACED UINT32_MAX /* dfr_queue.slot: in the SipHash table */
 #define DFR_PF 7u
@@ -121,20 +120,29 @@ struct dfr_queue {
 	uint16_t hdrlen; /* of the offset-0 fragment */
 	/* Line 1: per accepted fragment. */
 	uint64_t expires;
-	struct rxp_pkt *tail; /* strict: last fragment of the last run */
-	struct dfr_tree runs; /* strict, tree form */
 	uint32_t last_seq; /* t->seq at its last fragment (mod 2^32) */
-	uint32_t first_off; /* strict: where the first run starts (one run) */
 	uint32_t mem; /* truesize of its fragments (at most 8192 of them) */
 	uint32_t gapmax; /* its longest gap between two fragments, in t->seq */
-	uint32_t tail_end; /* strict: where tail ends, and so the last run;
-				    * kept here so that appending in order
-				    * touches no older fragment's cb */
 	uint32_t len, meat;
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
-	uint8_t nsmall; /* strict: runs in the small arrays (0: not that form) */
-	uint8_t pst; /* pressure: its class (DFR_CLS_*) << 1 | DFR_P_SKIPPED */
-	struct dfr_run *last_run; /* strict: the last run's node in tree form */
+	uint8_t pst; /* pressure: its class (DFR_CLS_*) << 1 | DFR_P_* */
+	uint8_t nsmall; /* runs: runs in the small arrays (0: not that form) */
+	union {
+		struct { /* runs storage (defrag_runs.c) */
+			struct rxp_pkt *tail; /* last fragment of the last run */
+			struct dfr_tree runs; /* tree form */
+			struct dfr_run *last_run; /* the last run's node, tree form */
+			uint32_t first_off; /* where the first run starts (one run) */
+			uint32_t tail_end; /* where tail ends, and so the last run;
+					    * kept here so that appending in order
+					    * touches no older fragment's cb */
+		};
+		struct { /* policy storage (defrag_policy.c) */
+			struct rxp_pkt *arr_head, *arr_tail; /* arrival order */
+			uint8_t *blocks; /* 8-byte blocks received */
+			uint32_t nblocks; /* blocks set */
+		};
+	};
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs (pf[0] is also the head
@@ -142,21 +150,20 @@ struct dfr_queue {
 	 * header is, which completion rewrites. Hints, but for pf[0]. */
 	struct rxp_pkt *pf[DFR_PF];
 	uint8_t *hdr0;
-	/* Line 3: creation, free, max_dist, policy. */
+	/* Line 3: creation, free, max_dist, pressure, events. */
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family; free list */
-	struct rxp_pkt *arr_head, *arr_tail; /* policy: arrival order */
-	uint8_t *blocks; /* policy: 8-byte blocks received */
-	uint32_t nblocks; /* policy: blocks set */
+	uint64_t born; /* t->seq when it was made: pressure's age order */
+	uint64_t qid; /* for events */
 	uint32_t max_df_size;
 	uint32_t rid;
 	uint32_t src; /* its source's slot in t->src */
 	uint16_t nhoff; /* of the offset-0 fragment */
 	uint8_t nexthdr;
 	uint8_t fifo; /* its timer FIFO in t->fifo (family and class) */
-	uint32_t slot; /* its slot in t->la, or DFR_DISPLACED */
-	/* Lines 4-5: strict, small form: runs [soff, send) sorted by offset,
-	 * and their tails (the last run's end and tail are tail_end and
-	 * tail, copied here when read). Not cleared: nsmall says what is
+	uint32_t slot; /* its slot in t->slots, or DFR_DISPLACED */
+	/* Lines 4-5: runs storage, small form: runs [soff, send) sorted by
+	 * offset, and their tails (the last run's end and tail are tail_end
+	 * and tail, copied here when read). Not cleared: nsmall says what is
 	 * valid. */
 	_Alignas(64) uint32_t soff[DFR_SMALL_RUNS];
 	uint32_t send[DFR_SMALL_RUNS];
@@ -168,17 +175,13 @@ struct dfr_queue {
 	struct rxp_pkt *pkt0; /* the offset-0 fragment, once here: the
 			       * result, whose second line and frag array
 			       * completion writes (a hint) */
-	/* Line 7: at creation, and for pressure decisions and events. */
-	uint64_t born; /* t->seq when it was made: pressure's age order */
-	uint64_t qid; /* for events */
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 1 starts at expires");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 2 starts at pf");
 _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 3 starts at tq");
 _Static_assert(offsetof(struct dfr_queue, soff) == 256, "dfr_queue small runs start at line 4");
 _Static_assert(offsetof(struct dfr_queue, pg) == 384, "dfr_queue page hints are line 6");
-_Static_assert(offsetof(struct dfr_queue, born) == 448, "dfr_queue line 7 starts at born");
-_Static_assert(sizeof(struct dfr_queue) == 512, "dfr_queue is eight cache lines");
+_Static_assert(sizeof(struct dfr_queue) == 448, "dfr_queue is seven cache lines");
 #define DFR_QUEUE_HOT offsetof(struct dfr_queue, soff) /* what queue_new clears */
 
 TAILQ_HEAD(dfr_fifo, dfr_queue);
@@ -236,8 +239,8 @@ struct rxp_defrag_table {
 	unsigned char hkey[crypto_shorthash_KEYBYTES];
 	struct dfr_queue **buckets;
 	uint32_t bmask;
-	uint32_t lamask;
-	uint32_t *la; /* slots: queue index + 1, 0 for none; see la_index() */
+	uint32_t smask;
+	uint32_t *slots; /* queue index + 1, 0 for none; see slot_index() */
 	uint32_t ndisplaced; /* queues in the SipHash table */
 	struct dfr_queue *qarr; /* max_queues, mapped; touched as used */
 	size_t qarr_bytes;
@@ -263,16 +266,24 @@ struct rxp_defrag_table {
 	struct dfr_src *src;
 	uint64_t skey[3]; /* the source hash's secret multipliers */
 	uint64_t life16; /* moving average of completed queues' lifetimes, x16 */
-	uint8_t *blockmem; /* policy: 1 KiB per queue */
-	uint16_t *owner; /* policy: scratch, one entry per payload byte */
-	struct rxp_pkt **fragv; /* policy: scratch, fragments in arrival order */
-	uint8_t *pdata, *ptmp; /* policy: scratch, 64 KiB each */
-	/* strict: free run nodes, a stack of pointers (popping one reads no
-	 * node, so a cold node costs a write, not a stalled load) */
-	struct dfr_run **runfree;
-	uint32_t nrunfree, runcap; /* runcap: every node there is */
-	uint32_t runnext; /* nodes below this were handed out at least once */
-	struct dfr_run *runmem;
+	const struct dfr_storage *st; /* chosen with the table (config.policy) */
+	union { /* the storage's own */
+		struct { /* runs (defrag_runs.c) */
+			/* free run nodes, a stack of pointers (popping one
+			 * reads no node, so a cold node costs a write, not a
+			 * stalled load) */
+			struct dfr_run **runfree;
+			uint32_t nrunfree, runcap; /* runcap: every node there is */
+			uint32_t runnext; /* nodes below this were handed out */
+			struct dfr_run *runmem;
+		};
+		struct { /* policy (defrag_policy.c) */
+			uint8_t *blockmem; /* 1 KiB per queue */
+			uint16_t *owner; /* scratch, one entry per payload byte */
+			struct rxp_pkt **fragv; /* scratch, fragments in arrival order */
+			uint8_t *pdata, *ptmp; /* scratch, 64 KiB each */
+		};
+	};
 };
 
 static inline bool dfr_has_free(const struct rxp_defrag_table *t)
@@ -376,9 +387,6 @@ static inline void dfr_gap_note(struct rxp_defrag_table *t, struct dfr_queue *q,
 		q->gapmax = gap;
 }
 
-#define DFR_BLOCK_BYTES 1024u /* 65536 / 8 bits */
-#define DFR_POLICY_MAX_FRAGS 8192u
-
 /* Family glue. parse returns 1 for a fragment, 0 for a packet that is not
  * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. The
  * IPv4 parser is here, inline, because it runs for every fragment and the
@@ -419,7 +427,6 @@ static inline int dfr_ipv4_parse(const struct rxp_pkt *pkt, struct dfr_info *fi,
 	fi->off = (fo & RXP_IP_OFFMASK) * 8u;
 	fi->end = fi->off + (tot - ihl);
 
-	fi->iplen = tot;
 	fi->hdrlen = (uint16_t)ihl;
 	fi->mf = fo & RXP_IP_MF;
 	fi->df = fo & RXP_IP_DF;
@@ -464,29 +471,53 @@ void dfr_ev_overlap(struct rxp_defrag_table *t, const struct dfr_queue *q, uint3
 int dfr_pressure(struct rxp_defrag_table *t, struct dfr_queue **qp, const struct dfr_info *fi,
 		 uint64_t h, bool hashed, uint32_t tsize);
 
-/* Queue storage (defrag_queue.c). insert returns DFR_OK (the queue owns
- * pkt), DFR_DUP, DFR_OVERLAP, DFR_NOMEM (strict: no run node left) or
- * DFR_TOO_MANY (policy: too many fragments); otherwise the caller keeps pkt. */
+/*
+ * Queue storage: how a queue holds its fragments, chosen once with the
+ * table. Runs (strict: Linux's rules, defrag_runs.c) keep contiguous
+ * fragments as runs and judge duplicates and overlaps as they come;
+ * policy (the target-based policies, defrag_policy.c) keeps fragments in
+ * arrival order with a map of the 8-byte blocks received and resolves
+ * overlaps at completion. The hot operations (insert, complete) are called
+ * by name in the entry point's specialisations (defrag.c); the rest
+ * through the table's st.
+ *
+ * insert returns DFR_OK (the queue owns pkt, whose data is at its payload
+ * and, in policy mode, whose cb holds off and end), DFR_DUP, DFR_OVERLAP,
+ * DFR_NOMEM (runs: no run node left) or DFR_TOO_MANY (policy: too many
+ * fragments); otherwise the caller keeps pkt.
+ */
 enum { DFR_OK = 0, DFR_DUP = 1, DFR_OVERLAP = 2, DFR_TOO_MANY = 3, DFR_NOMEM = 4 };
+
+struct dfr_storage {
+	uint32_t qcharge; /* bytes charged per queue beyond struct dfr_queue */
+	/* The table's storage memory, at create; freed at destroy. */
+	int (*init)(struct rxp_defrag_table *t);
+	void (*fini)(struct rxp_defrag_table *t);
+	/* A queue (new, or restarted by max_dist) holds nothing. */
+	void (*reset)(struct rxp_defrag_table *t, struct dfr_queue *q);
+	/* Build the datagram from a complete queue (which is left empty): data
+	 * at the IP header (pushed back), or NULL after dropping every
+	 * fragment (RXP_DROP_NOMEM). */
+	struct rxp_pkt *(*build)(struct rxp_defrag_table *t, struct dfr_queue *q);
+	/* Call fn on every fragment of q, which takes it, and empty q. */
+	void (*drain)(struct rxp_defrag_table *t, struct dfr_queue *q,
+		      void (*fn)(void *, struct rxp_pkt *), void *arg);
+};
+
+extern const struct dfr_storage dfr_runs_storage, dfr_policy_storage;
+
 int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 		    uint32_t off, uint32_t end);
-/* Make the table's run nodes (table create); free them (table destroy). */
-int dfr_runs_init(struct rxp_defrag_table *t);
-void dfr_runs_fini(struct rxp_defrag_table *t);
-int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
-bool dfr_policy_complete(const struct dfr_queue *q);
-/* Build the datagram from a complete queue (which is left empty); the
- * result has data at the IP header (pushed back), or NULL after dropping
- * every fragment (RXP_DROP_NOMEM). */
-struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q);
-struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q);
-/* Strict q, against the fragment pkt (payload [off, end), data at its
+/* Runs q, against the fragment pkt (payload [off, end), data at its
  * payload) that the runs found a duplicate or overlap: the range both hold
  * ([*lo, *hi)) and whether their bytes there differ. Reads only. */
 bool dfr_runs_compare(const struct dfr_queue *q, const struct rxp_pkt *pkt, uint32_t off,
 		      uint32_t end, uint32_t *lo, uint32_t *hi);
-/* Call fn on every fragment of q and empty it. */
-void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
-			      void (*fn)(void *, struct rxp_pkt *), void *arg);
+
+int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt);
+static inline bool dfr_policy_complete(const struct dfr_queue *q)
+{
+	return q->nblocks == (q->len + 7) / 8;
+}
 
 #endif

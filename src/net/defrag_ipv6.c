@@ -125,7 +125,6 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	fi->hdrlen = (uint16_t)(pos + RXP_IPV6_FRAGHDR_LEN);
 	fi->nhoff = (uint16_t)nhoff;
 	fi->nexthdr = fh->nexthdr;
-	fi->iplen = lim;
 	fi->off = fo & RXP_IP6_OFFMASK;
 	fi->end = fi->off + (lim - fi->hdrlen);
 	fi->mf = fo & RXP_IP6_MF;

@@ -1,28 +1,23 @@
 /*
- * Fragment storage inside one reassembly queue, and building the datagram.
- *
- * Strict mode keeps runs, as Linux does (a red-black tree of runs): each
- * run is a stretch of contiguous fragments. A fragment that starts where
- * the last fragment ended is appended to the last run in O(1); one after a
- * gap starts a new rightmost run; anything else is placed by a search that
- * also finds a duplicate (wholly inside a run) or an overlap (anything else
- * that touches a run), and becomes a run of its own. Runs never overlap.
- * As in Linux, only the last run grows, and runs are never joined: whether
- * a fragment is a duplicate or an overlap depends on the run boundaries,
- * and strict mode must judge as Linux does. The one exception cannot be
- * seen: a fragment that completes its datagram joins the run before it (or,
- * at offset 0, the one after it), since no fragment comes after it to meet
- * the boundary.
+ * Runs storage (strict mode, Linux's rules): the fragments of a queue as
+ * runs, as Linux keeps them (a red-black tree of runs), and building the
+ * datagram from them. Each run is a stretch of contiguous fragments. A
+ * fragment that starts where the last fragment ended is appended to the
+ * last run in O(1); one after a gap starts a new rightmost run; anything
+ * else is placed by a search that also finds a duplicate (wholly inside a
+ * run) or an overlap (anything else that touches a run), and becomes a run
+ * of its own. Runs never overlap. As in Linux, only the last run grows,
+ * and runs are never joined: whether a fragment is a duplicate or an
+ * overlap depends on the run boundaries, and strict mode must judge as
+ * Linux does. The one exception cannot be seen: a fragment that completes
+ * its datagram joins the run before it (or, at offset 0, the one after it),
+ * since no fragment comes after it to meet the boundary.
  *
  * Runs are queue memory (up to DFR_SMALL_RUNS, in arrays searched by a
  * scan) or, past that, table memory (struct dfr_run nodes in a tree,
  * searched in O(log runs)): see defrag_internal.h. A run's fragments are
  * linked backwards through pkt->next, from its tail to its head;
  * list_from_tail() turns a run into a forward list.
- *
- * Policy mode keeps fragments unmerged in arrival order and a bitmap of the
- * 8-byte blocks received (offsets are multiples of 8 and so is every end
- * but the last, so blocks are exact); bytes are resolved at completion.
  *
  * The queue owns every fragment in it; these functions move ownership only
  * as their comments say.
@@ -49,7 +44,7 @@ RB_GENERATE_STATIC(dfr_tree, dfr_run, rb, run_cmp)
  * first time (runnext) and then reused from a free stack, so a table that
  * never needs many touches few of them. Past that a fragment that needs a
  * node is refused as one over the cap would be (mem_drops). */
-int dfr_runs_init(struct rxp_defrag_table *t)
+static int runs_init(struct rxp_defrag_table *t)
 {
 	uint64_t n = t->cfg.mem_limit / RXP_PKT_META_TRUESIZE;
 
@@ -84,7 +79,7 @@ static inline void run_put(struct rxp_defrag_table *t, struct dfr_run *n)
 	t->runfree[t->nrunfree++] = n; /* the stack has room for every node */
 }
 
-void dfr_runs_fini(struct rxp_defrag_table *t)
+static void runs_fini(struct rxp_defrag_table *t)
 {
 	free(t->runmem);
 	free(t->runfree);
@@ -408,40 +403,6 @@ static struct rxp_pkt *runs_take_all(struct rxp_defrag_table *t, struct dfr_queu
 	return rest;
 }
 
-/* Consumes pkt on DFR_OK; otherwise the caller keeps it. */
-int dfr_policy_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt)
-{
-	struct dfr_cb *cb = dfr_cb(pkt);
-	bool overlap = false;
-
-	if (q->nfrags >= DFR_POLICY_MAX_FRAGS)
-		return DFR_TOO_MANY;
-	for (uint32_t b = cb->off / 8; b < (cb->end + 7) / 8; b++) {
-		uint8_t bit = (uint8_t)(1u << (b & 7));
-
-		if (q->blocks[b >> 3] & bit) {
-			overlap = true;
-		} else {
-			q->blocks[b >> 3] |= bit;
-			q->nblocks++;
-		}
-	}
-	if (overlap)
-		t->c.policy_overlaps++;
-	pkt->next = NULL;
-	if (q->arr_tail)
-		q->arr_tail->next = pkt;
-	else
-		q->arr_head = pkt;
-	q->arr_tail = pkt;
-	return DFR_OK;
-}
-
-bool dfr_policy_complete(const struct dfr_queue *q)
-{
-	return q->nblocks == (q->len + 7) / 8;
-}
-
 /* One run for dfr_runs_compare: its fragments p (tail first, linked
  * backwards) end at rend; widen [*lo, *hi) by what they share with
  * [off, end) of pkt and say whether any shared byte differs. */
@@ -506,31 +467,7 @@ bool dfr_runs_compare(const struct dfr_queue *q, const struct rxp_pkt *pkt, uint
 	return differ;
 }
 
-/* Run fn on every fragment in q (which takes it over), leaving q empty. */
-void dfr_queue_for_each_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
-			      void (*fn)(void *, struct rxp_pkt *), void *arg)
-{
-	struct rxp_pkt *p, *pn;
-
-	for (p = runs_take_all(t, q); p; p = pn) {
-		pn = p->next;
-		p->next = NULL;
-		fn(arg, p);
-	}
-	for (p = q->arr_head; p; p = pn) {
-		pn = p->next;
-		p->next = NULL;
-		fn(arg, p);
-	}
-	q->arr_head = q->arr_tail = NULL;
-}
-
-static void drop_nomem(void *arg, struct rxp_pkt *p)
-{
-	rxp_pkt_drop(p, RXP_DROP_NOMEM);
-}
-
-struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
+static struct rxp_pkt *runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
 	struct rxp_pkt *head, *p, *pn, *rest;
 
@@ -564,94 +501,30 @@ struct rxp_pkt *dfr_runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 	return head;
 }
 
-static bool later_wins(enum rxp_defrag_policy pol, const struct dfr_cb *nw,
-		       const struct dfr_cb *old)
+/* Run fn on every fragment of q (which takes it over), leaving q empty. */
+static void runs_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
+		       void (*fn)(void *, struct rxp_pkt *), void *arg)
 {
-	switch (pol) {
-	case RXP_DEFRAG_FIRST:
-		return false;
-	case RXP_DEFRAG_LAST:
-		return true;
-	case RXP_DEFRAG_BSD:
-		return nw->off < old->off;
-	case RXP_DEFRAG_BSD_RIGHT:
-		return nw->off <= old->off && nw->end > old->end;
-	case RXP_DEFRAG_LINUX:
-		return nw->off <= old->off;
-	case RXP_DEFRAG_WINDOWS:
-		return nw->off < old->off && nw->end > old->end;
-	case RXP_DEFRAG_SOLARIS:
-		return nw->off < old->off && nw->end >= old->end;
-	default:
-		return false;
+	struct rxp_pkt *p, *pn;
+
+	for (p = runs_take_all(t, q); p; p = pn) {
+		pn = p->next;
+		p->next = NULL;
+		fn(arg, p);
 	}
 }
 
-struct rxp_pkt *dfr_policy_build(struct rxp_defrag_table *t, struct dfr_queue *q)
+/* A new queue is all zeros but for its tree's root, which is too. */
+static void runs_reset(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	uint32_t n = 0, total = q->len, i, b;
-	struct rxp_pkt *p, *first = NULL, *out;
-
-	for (p = q->arr_head; p; p = p->next)
-		t->fragv[n++] = p;
-	memset(t->owner, 0xff, total * sizeof(t->owner[0]));
-	for (i = 0; i < n; i++) {
-		struct dfr_cb *cb = dfr_cb(t->fragv[i]);
-		uint32_t lo = UINT32_MAX, hi = 0, fresh = 0;
-		bool differ = false;
-
-		if (!first && cb->off == 0)
-			first = t->fragv[i];
-		rxp_pkt_copy_bits(t->fragv[i], 0, t->ptmp, cb->end - cb->off);
-		for (b = cb->off; b < cb->end; b++) {
-			uint16_t o = t->owner[b];
-			uint8_t v = t->ptmp[b - cb->off];
-
-			if (o == 0xffff) {
-				t->owner[b] = (uint16_t)i;
-				t->pdata[b] = v;
-				fresh++;
-				continue;
-			}
-			if (b < lo)
-				lo = b;
-			hi = b + 1;
-			differ |= v != t->pdata[b];
-			if (later_wins(t->cfg.policy, cb, dfr_cb(t->fragv[o]))) {
-				t->owner[b] = (uint16_t)i;
-				t->pdata[b] = v;
-			}
-		}
-		if (hi && t->cfg.overlap_cb) {
-			struct rxp_defrag_overlap ov = {
-				.family = q->key.family,
-				.id = q->key.id,
-				.start = lo,
-				.end = hi,
-				.differ = differ,
-			};
-			t->cfg.overlap_cb(t->cfg.overlap_arg, &ov);
-		}
-		if (hi && t->cfg.event_cb)
-			dfr_ev_overlap(t, q, lo, hi, differ, !fresh);
-	}
-	out = rxp_pkt_alloc(first->pool, q->hdrlen + total);
-	if (out) {
-		uint8_t *d = rxp_pkt_put(out, q->hdrlen + total);
-
-		memcpy(d, first->data - q->hdrlen, q->hdrlen);
-		memcpy(d + q->hdrlen, t->pdata, total);
-		out->tstamp_ns = first->tstamp_ns;
-		out->protocol = first->protocol;
-	}
-	for (i = 0; i < n; i++) {
-		t->fragv[i]->next = NULL;
-		if (out)
-			rxp_pkt_consume(t->fragv[i]);
-		else
-			rxp_pkt_drop(t->fragv[i], RXP_DROP_NOMEM);
-	}
-	q->arr_head = q->arr_tail = NULL;
-	(void)drop_nomem;
-	return out;
+	RB_INIT(&q->runs);
 }
+
+const struct dfr_storage dfr_runs_storage = {
+	.qcharge = 0,
+	.init = runs_init,
+	.fini = runs_fini,
+	.reset = runs_reset,
+	.build = runs_build,
+	.drain = runs_drain,
+};
