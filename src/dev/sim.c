@@ -213,8 +213,23 @@ static uint64_t sim_close(struct rxp_dev *d)
 	return out;
 }
 
+/* The fault wrapper's zero-length descriptors (rxp_fault_config.zero_len):
+ * a property of the hardware side, so it is set here, before traffic. */
+static int sim_set_rx_faults(struct rxp_dev *d, double rate, uint64_t seed)
+{
+	struct sim *s = (struct sim *)d;
+
+	if (!(rate >= 0 && rate < 1))
+		return -EINVAL;
+	s->zl_thresh = (uint32_t)(rate * 4294967296.0);
+	for (unsigned q = 0; q < d->nqueues; q++)
+		s->q[q]->s = seed ^ (0x51u + q);
+	return 0;
+}
+
 static const struct rxp_dev_ops sim_ops = {
 	.kind = "sim",
+	.set_rx_faults = sim_set_rx_faults,
 	.rx_burst = sim_rx_burst,
 	.tx_burst = sim_tx_burst,
 	.set_xdp = sim_set_xdp,
