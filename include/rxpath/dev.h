@@ -39,6 +39,9 @@ struct rxp_src; /* a frame source (rxpath/sim.h) */
 
 struct rxp_dev_stats {
 	uint64_t rx_packets, rx_bytes;
+	/* frames the hardware side had for the host (sim: taken from its
+	 * source for its queues); each became a packet or a counted drop */
+	uint64_t rx_offered;
 	uint64_t rx_dropped; /* frames lost inside the device, all reasons */
 	uint64_t rx_no_buffer; /* no posted buffer / kernel ring drops */
 	uint64_t tx_packets, tx_bytes, tx_dropped;

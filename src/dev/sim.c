@@ -27,7 +27,7 @@ struct simq {
 	uint32_t len, rss;
 	uint64_t s; /* zero-length PRNG */
 	uint64_t pending; /* frames written, not yet cleaned */
-	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes, offered;
 	uint8_t buf[RXP_GEN_FRAME_MAX + 64];
 };
 
@@ -99,6 +99,7 @@ static void hw_rx(struct sim *s, struct simq *sq, unsigned q, unsigned n)
 			sq->eof = true;
 			break;
 		}
+		sq->offered++;
 		rc = rxp_rxring_hw_write(sq->ring, sq->buf, sq->len, sq->rss,
 					 zl_mask(s, sq, sq->len));
 		if (rc == 0)
@@ -171,6 +172,7 @@ static void sim_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 		rxp_page_pool_get_stats(rxp_rxring_page_pool(sq->ring), &p);
 		st->rx_packets += sq->rx_packets;
 		st->rx_bytes += sq->rx_bytes;
+		st->rx_offered += sq->offered;
 		st->tx_packets += sq->tx_packets;
 		st->tx_bytes += sq->tx_bytes;
 		st->rx_no_buffer += r.rx_no_buffer;
