@@ -66,8 +66,8 @@ struct rxp_dev *rxp_live_open(const char *cmd, const char *ifname, unsigned nq,
 			return d;
 		}
 		err = errno;
-		w += (size_t)snprintf(why + w, sizeof(why) - w, "zero-copy: %s",
-				      rxp_cli_cause(err));
+		rxp_cli_cause_clear();
+		w += (size_t)snprintf(why + w, sizeof(why) - w, "zero-copy: %s", strerror(err));
 		xc.zero_copy = false;
 		d = rxp_afxdp_open(&xc, pp);
 		if (d) {
@@ -78,7 +78,7 @@ struct rxp_dev *rxp_live_open(const char *cmd, const char *ifname, unsigned nq,
 		err = errno;
 		if (w < sizeof(why))
 			w += (size_t)snprintf(why + w, sizeof(why) - w, "; copy mode: %s",
-					      rxp_cli_cause(err));
+					      strerror(err));
 		if (mode == RXP_LIVE_AFXDP || err == ENODEV) {
 			errno = err;
 			return NULL; /* no such interface: AF_PACKET would say the same */
