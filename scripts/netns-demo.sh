@@ -84,7 +84,7 @@ PY
 snmp() { ip netns exec "$B" awk '/^Ip: [0-9]/ {print $15, $16, $17}' /proc/net/snmp; }
 
 # 1. rxpath receives on B's interface
-ip netns exec "$B" env LIBXDP_SKIP_DISPATCHER=1 "$RXPATH" run --iface "${PFX}1" --workers 2 \
+ip netns exec "$B" "$RXPATH" run --iface "${PFX}1" --workers 2 \
 	--duration 600 --quiet --json >"$T/rxpath.json" 2>"$T/rxpath.err" &
 RX=$!
 PIDS+=("$RX")
@@ -96,7 +96,8 @@ kill -INT "$RX"
 wait "$RX"
 RC=$?
 PIDS=()
-mode=$(grep -o 'falling back to AF_PACKET' "$T/rxpath.err" >/dev/null && echo AF_PACKET || echo AF_XDP)
+# rxpath names its backend on one line: "IF: AF_XDP, copy mode, ..." or "IF: AF_PACKET, ..."
+mode=$(sed -n 's/^rxpath run: [^:]*: \(AF_XDP\|AF_PACKET\).*/\1/p' "$T/rxpath.err" | head -1)
 
 # 2. the kernel receives on a socket, with its own reassembly
 before=$(snmp)

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "opt.h"
 
 static const char *const known[] = {
 	"pool", "ring", "defrag", "goodput", "ipid", "tipc", "defrag-cli",
@@ -168,7 +170,10 @@ static int bench_main(int argc, char **argv)
 				return rxp_bench_exec(names[0], argc - i, argv + i);
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+		} else if (!strcmp(argv[i], "--out")) {
+			if (i + 1 >= argc)
+				return rxp_usage_error("bench", "option --out needs a value (see "
+								"rxpath bench --help)");
 			snprintf(out, sizeof(out), "%s", argv[++i]);
 		} else if (!strcmp(argv[i], "--quick")) {
 			quick = 1;
@@ -176,12 +181,31 @@ static int bench_main(int argc, char **argv)
 			/* Options after a single NAME belong to that benchmark. */
 			if (nnames == 1)
 				return forward(names[0], argc - i, argv + i, quick, out);
-			fprintf(stderr, "rxpath bench: unknown option '%s'\n", argv[i]);
-			usage(stderr);
-			return RXP_EXIT_USAGE;
+			return rxp_usage_error(
+				"bench", "unknown option %s (see rxpath bench --help)", argv[i]);
 		} else if (nnames < 16) {
 			names[nnames++] = argv[i];
+		} else {
+			return rxp_usage_error("bench", "at most 16 benchmarks at once");
 		}
+	}
+	/* Every name must be a benchmark before anything is created. */
+	for (int i = 0; i < nnames; i++) {
+		bool ok = false;
+
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			ok |= !strcmp(names[i], known[k]);
+		if (!ok)
+			return rxp_usage_error(
+				"bench",
+				"no benchmark '%s' (pool, ring, defrag, goodput, ipid, "
+				"tipc, defrag-cli)",
+				names[i]);
+		if (find_bench(names[i], path, sizeof(path)))
+			return rxp_usage_error("bench",
+					       "benchmark '%s' is not built (rxpath-bench-%s; "
+					       "-DRXP_BENCH=ON)",
+					       names[i], names[i]);
 	}
 	if (!nnames)
 		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
@@ -230,7 +254,7 @@ static int bench_main(int argc, char **argv)
 		char cmd[4 * PATH_MAX];
 
 		if (find_bench(names[i], path, sizeof(path))) {
-			fprintf(stderr, "rxpath bench: no benchmark '%s'\n", names[i]);
+			fprintf(stderr, "rxpath bench: benchmark '%s' vanished\n", names[i]);
 			failed = 1;
 			continue;
 		}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "opt.h"
 #include "rxpath/ip_output.h"
 #include "rxpath/ipid.h"
 #include "rxpath/pkt.h"
@@ -126,15 +127,15 @@ static int send_frames(const struct fs_opts *o, struct rxp_pkt_queue *q, int v6)
 	int fd, rc = 0;
 
 	if (parse_mac(o->dmac, eh.dst)) {
-		fprintf(stderr, "fragsend: bad MAC '%s'\n", o->dmac);
-		return RXP_EXIT_USAGE;
+		return rxp_usage_error("fragsend", "bad --dmac '%s' (xx:xx:xx:xx:xx:xx)", o->dmac);
 	}
 	eh.proto = htons(v6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP);
 	sll.sll_ifindex = (int)if_nametoindex(o->ifname);
 	memcpy(sll.sll_addr, eh.dst, 6);
 	fd = socket(AF_PACKET, SOCK_RAW, 0);
 	if (fd < 0 || !sll.sll_ifindex) {
-		fprintf(stderr, "fragsend: %s: %s\n", o->ifname, strerror(errno));
+		fprintf(stderr, "rxpath fragsend: cannot send on %s: %s\n", o->ifname,
+			strerror(fd < 0 ? errno : ENODEV));
 		if (fd >= 0)
 			close(fd);
 		return RXP_EXIT_USAGE;
@@ -151,14 +152,14 @@ static int send_frames(const struct fs_opts *o, struct rxp_pkt_queue *q, int v6)
 		rxp_pkt_copy_bits(p, 0, frame + RXP_ETH_HLEN, p->len);
 		if (sendto(fd, frame, RXP_ETH_HLEN + p->len, 0, (struct sockaddr *)&sll,
 			   sizeof(sll)) < 0) {
-			fprintf(stderr, "fragsend: sendto: %s\n", strerror(errno));
+			fprintf(stderr, "rxpath fragsend: sendto: %s\n", strerror(errno));
 			rc = RXP_EXIT_FAIL;
 		}
 	}
 	for (unsigned k = 0; k < n; k++)
 		rxp_pkt_consume(arr[k]);
 	close(fd);
-	printf("fragsend: %u fragment(s) sent\n", n);
+	printf("rxpath fragsend: %u fragment(s) sent\n", n);
 	return rc;
 }
 
@@ -168,6 +169,8 @@ static void static_release(struct rxp_page *pg)
 {
 	(void)pg; /* the datagram buffer is static */
 }
+
+#define CMD "fragsend"
 
 static int fragsend_main(int argc, char **argv)
 {
@@ -184,6 +187,16 @@ static int fragsend_main(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const struct {
+			const char *name;
+			unsigned *dst;
+			uint64_t min, max;
+		} nums[] = {{"--sport", &o.sport, 0, 65535},
+			    {"--dport", &o.dport, 0, 65535},
+			    {"--size", &o.size, 0, 65535 - 8},
+			    {"--mtu", &o.mtu, 68, 65535},
+			    {"--seed", &o.seed, 0, 255}};
+		bool done = false;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -191,11 +204,30 @@ static int fragsend_main(int argc, char **argv)
 		} else if (!strcmp(a, "--reverse")) {
 			o.reverse = 1;
 			continue;
+		} else if (a[0] != '-') {
+			return rxp_usage_error(CMD,
+					       "unexpected argument '%s' (see rxpath fragsend "
+					       "--help)",
+					       a);
 		} else if (!v) {
-			usage(stderr);
-			return RXP_EXIT_USAGE;
+			return rxp_usage_error(CMD,
+					       "option %s needs a value (see rxpath fragsend "
+					       "--help)",
+					       a);
 		}
 		i++;
+		for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++)
+			if (!strcmp(a, nums[k].name)) {
+				uint64_t x;
+
+				if (rxp_opt_u64(CMD, a, v, RXP_NUM_PLAIN, nums[k].min, nums[k].max,
+						&x))
+					return RXP_EXIT_USAGE;
+				*nums[k].dst = (unsigned)x;
+				done = true;
+			}
+		if (done)
+			continue;
 		if (!strcmp(a, "--if"))
 			o.ifname = v;
 		else if (!strcmp(a, "--src"))
@@ -204,35 +236,20 @@ static int fragsend_main(int argc, char **argv)
 			o.dst = v;
 		else if (!strcmp(a, "--dmac"))
 			o.dmac = v;
-		else if (!strcmp(a, "--sport"))
-			o.sport = (unsigned)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--dport"))
-			o.dport = (unsigned)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--size"))
-			o.size = (unsigned)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--mtu"))
-			o.mtu = (unsigned)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--seed"))
-			o.seed = (unsigned)strtoul(v, NULL, 0);
-		else {
-			fprintf(stderr, "fragsend: unknown option '%s'\n", a);
-			usage(stderr);
-			return RXP_EXIT_USAGE;
-		}
+		else
+			return rxp_usage_error(CMD,
+					       "unknown option %s (see rxpath fragsend --help)", a);
 	}
-	if (!o.ifname || !o.src || !o.dst || !o.dmac || o.size > 65535 - 8) {
-		usage(stderr);
-		return RXP_EXIT_USAGE;
-	}
+	if (!o.ifname || !o.src || !o.dst || !o.dmac)
+		return rxp_usage_error(CMD, "--if, --src, --dst and --dmac are required");
 	len = build_datagram(&o, dgram, &v6);
-	if (!len) {
-		fprintf(stderr, "fragsend: bad addresses or size\n");
-		return RXP_EXIT_USAGE;
-	}
+	if (!len)
+		return rxp_usage_error(CMD, "bad --src/--dst (IPv4 or IPv6, both the same family) "
+					    "or a --size too big for IPv4");
 	pp = rxp_pktpool_create(&pc);
 	ids = rxp_ipid_create(NULL);
 	if (!pp || !ids) {
-		fprintf(stderr, "fragsend: out of memory\n");
+		fprintf(stderr, "rxpath fragsend: out of memory\n");
 		rxp_ipid_destroy(ids);
 		if (pp)
 			rxp_pktpool_destroy(pp);
@@ -264,19 +281,19 @@ static int fragsend_main(int argc, char **argv)
 	rxp_pkt_queue_init(&q);
 	rc = rxp_ip_fragment(p, o.mtu, ids, &q);
 	if (rc < 0) {
-		fprintf(stderr, "fragsend: rxp_ip_fragment: %s\n", strerror(-rc));
+		fprintf(stderr, "rxpath fragsend: cannot fragment: %s\n", strerror(-rc));
 		rc = RXP_EXIT_FAIL;
 		goto out;
 	}
 	rc = send_frames(&o, &q, v6);
 out:
 	if (static_pg.release && rxp_page_refcount(&static_pg) != 1) {
-		fprintf(stderr, "fragsend: page references leaked\n");
+		fprintf(stderr, "rxpath fragsend: FAILED: page references leaked\n");
 		rc = RXP_EXIT_FAIL;
 	}
 	rxp_ipid_destroy(ids);
 	if (rxp_pktpool_destroy(pp)) {
-		fprintf(stderr, "fragsend: packets leaked\n");
+		fprintf(stderr, "rxpath fragsend: FAILED: packets leaked\n");
 		rc = RXP_EXIT_FAIL;
 	}
 	return rc;

@@ -1,13 +1,23 @@
 /*
  * rxpath run: the main job. Workers run the receive path (device burst, XDP
  * hook, IPv4/IPv6 input, reassembly, UDP, TIPC on port 6118) over the
- * built-in mixed workload on the sim NIC, a pcap file, or a live interface,
- * and a sink checks every delivered datagram and message. Prints a live
- * line on a terminal and a summary at the end (JSON with --json); exits 1
- * if anything leaked or a payload was corrupted.
+ * built-in mixed workload on the sim NIC, a pcap file, a device spec or a
+ * live interface, and a sink checks every delivered datagram and message.
+ * Prints a live line on a terminal and a summary at the end (JSON with
+ * --json; on stderr when --write - puts the capture on stdout); exits 1 if
+ * anything leaked, a payload was corrupted or a datagram went unaccounted.
+ *
+ * Devices are opened through the spec path (rxp_dev_open_with): the
+ * built-in workload is "fault:loss=0.001,zl=0.001,seed=S+sim:...,src=workload",
+ * so frame faults come from the fault wrapper alone, and --dev composes
+ * any other wrapper with any device. --write records each worker's
+ * deliveries in a file of its own (each in time order), merged by time at
+ * the end.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <pcap/pcap.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,18 +27,22 @@
 #include <unistd.h>
 
 #include "cmd.h"
-#include "rxpath/log.h"
+#include "live.h"
+#include "opt.h"
 #include "rxpath/sim.h"
 #include "rxpath/tipc.h"
 #include "rxpath/worker.h"
 #include "rxpath/workload.h"
 
-static volatile bool stop;
+#define CMD "run"
+
+static volatile bool stop; /* the workers stop */
+static volatile sig_atomic_t interrupted; /* SIGINT, SIGTERM: stop as at --duration */
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop = true;
+	interrupted = 1;
 }
 
 struct run_ctx {
@@ -36,14 +50,15 @@ struct run_ctx {
 	uint64_t corrupted[RXP_WORKER_MAX];
 	uint64_t unverified[RXP_WORKER_MAX]; /* pcap/iface traffic not ours */
 	bool verify; /* every payload must carry the generator's check header */
-	struct rxp_pcap_writer *writer;
-	pthread_mutex_t wlock;
+	/* --write: one writer per worker (its own file, in time order) */
+	struct rxp_pcap_writer *writer[RXP_WORKER_MAX];
+	char *wpath[RXP_WORKER_MAX];
+	bool stamp_wall; /* the device stamps nothing: use the wall clock */
 };
 
 static void check_payload(struct run_ctx *c, unsigned wid, const struct rxp_pkt *pkt, uint32_t off)
 {
 	uint32_t len = pkt->len - off;
-
 	uint8_t magic[4];
 
 	/* Live or captured traffic is checked when it carries the generator's
@@ -65,21 +80,18 @@ static void on_datagram(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 	unsigned wid = rxp_worker_id(w);
 
 	check_payload(c, wid, pkt, 0);
-	if (c->writer) {
+	if (c->writer[wid]) {
 		/* record the whole datagram: from its IP header */
 		uint32_t l4 = (uint32_t)(pkt->data - pkt->head) - pkt->network_off;
 
-		if (!pkt->tstamp_ns) { /* the sim NIC stamps nothing: use the wall clock */
+		if (c->stamp_wall || !pkt->tstamp_ns) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			pkt->tstamp_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 		}
-		if (rxp_pkt_push(pkt, l4)) {
-			pthread_mutex_lock(&c->wlock);
-			rxp_pcap_writer_write_pkt(c->writer, pkt);
-			pthread_mutex_unlock(&c->wlock);
-		}
+		if (rxp_pkt_push(pkt, l4))
+			rxp_pcap_writer_write_pkt(c->writer[wid], pkt);
 	}
 	rxp_pkt_consume(pkt);
 }
@@ -104,23 +116,39 @@ static void usage(FILE *f)
 		"Runs the receive path on worker threads and checks what it delivers.\n"
 		"Default input: the built-in sim NIC with a mixed workload (IPv4/IPv6 UDP\n"
 		"datagrams of 16 B..64 KiB fragmented at MTU 1500, 9000-byte jumbo frames over\n"
-		"2 KiB buffers, TIPC over UDP with bundles and fragmented messages, 0.1%% frame\n"
-		"loss, reordering, duplicate and overlapping fragments, zero-length\n"
-		"descriptors), deterministic from --seed; every payload is verified.\n\n"
-		"  -w, --workers N     worker threads (default: online CPUs)\n"
-		"  -n, --frames N      frames the workload sends (default 2000000)\n"
-		"  -d, --duration SEC  stop after SEC seconds (default: when input ends; 10 with\n"
-		"                      --iface)\n"
-		"  -s, --seed N        workload seed (default 1)\n"
-		"      --pcap FILE     read a pcap/pcapng capture instead (time from its stamps)\n"
-		"      --iface IF      receive live from IF: AF_XDP, else AF_PACKET (root)\n"
-		"      --write FILE    record delivered UDP datagrams to a pcap (raw IP)\n"
-		"      --mem-limit B   reassembly memory per worker (default 4194304)\n"
-		"  -q, --quiet         no live line\n"
-		"      --json          print the summary as JSON on stdout\n"
-		"  -h, --help          this text\n\n"
-		"Exit status: 0 ok; 1 if packets or pages leaked or a payload was corrupted;\n"
-		"2 for bad options or input.\n");
+		"2 KiB buffers, TIPC over UDP with bundles and fragmented messages; reordered,\n"
+		"duplicate and overlapping fragments), under the fault wrapper (0.1%% frame\n"
+		"loss, zero-length descriptors), deterministic from --seed; every payload is\n"
+		"verified.\n\n"
+		"  -w, --workers N       worker threads, 1..%d (default: online CPUs)\n"
+		"  -n, --frames N        frames the workload sends (default 2000000; suffix k m "
+		"g)\n"
+		"  -d, --duration SEC    stop after SEC seconds (default: when the input ends; 10\n"
+		"                        with --iface); the workload stops sending and what is in\n"
+		"                        flight is finished\n"
+		"  -s, --seed N          workload seed (default 1)\n"
+		"      --in-flight N     datagrams in flight at once, fragments shuffled (the\n"
+		"                        overload case; default 1)\n"
+		"      --pcap FILE       read a pcap/pcapng capture instead (time from its "
+		"stamps)\n"
+		"      --iface IF        receive live from IF (root): AF_XDP zero-copy, AF_XDP\n"
+		"                        copy mode, else AF_PACKET; says which on stderr\n"
+		"      --mode M          --iface backend: auto (default), afxdp or afpacket\n"
+		"      --dev SPEC        any device spec, e.g. 'fault:loss=0.01+pcap:in.pcap',\n"
+		"                        'sim:queues=2,src=workload' (see rxpath(1))\n"
+		"      --write FILE      record delivered UDP datagrams to a pcap (raw IP), in "
+		"time\n"
+		"                        order; - for stdout (the summary then goes to stderr)\n"
+		"      --mem-limit B     reassembly memory per worker (default 4m; suffix k m g)\n"
+		"      --udp-csum M      UDP checksums: check, skip, or auto (offload detection,\n"
+		"                        as Suricata's; default auto for --pcap/--iface, else "
+		"check)\n"
+		"  -q, --quiet           no live line\n"
+		"      --json            print the summary as JSON (keys: docs/run.schema.json)\n"
+		"  -h, --help            this text\n\n"
+		"Exit status: 0 ok; 1 if packets or pages leaked, a payload was corrupted or a\n"
+		"datagram went unaccounted; 2 for bad options or input.\n",
+		RXP_WORKER_MAX);
 }
 
 static uint64_t now_ns(void)
@@ -134,19 +162,58 @@ static uint64_t now_ns(void)
 static struct rxp_workload_config wl_cfg;
 static struct rxp_worker_group *runner_group;
 static volatile bool runner_done;
+static uint64_t runner_end_ns;
 
 static void *runner_main(void *arg)
 {
 	(void)arg;
 	rxp_worker_group_run(runner_group, &stop);
+	runner_end_ns = now_ns();
 	runner_done = true;
 	return NULL;
 }
 
+/* The workload stops when the run does: a source past its end (or told to
+ * stop) returns -ENODATA, so what is in flight still completes. */
+static volatile bool src_stop;
+
+struct stop_src {
+	struct rxp_src src;
+	struct rxp_src *inner;
+};
+
+static int stop_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
+{
+	struct stop_src *ss = (struct stop_src *)s;
+
+	if (src_stop)
+		return -ENODATA;
+	return ss->inner->next(ss->inner, buf, cap, len);
+}
+
+static void stop_close(struct rxp_src *s)
+{
+	struct stop_src *ss = (struct stop_src *)s;
+
+	ss->inner->close(ss->inner);
+	free(ss);
+}
+
 static struct rxp_src *open_workload(void *arg)
 {
+	struct stop_src *ss = calloc(1, sizeof(*ss));
+
 	(void)arg;
-	return rxp_workload_src(&wl_cfg);
+	if (!ss)
+		return NULL;
+	ss->inner = rxp_workload_src(&wl_cfg);
+	if (!ss->inner) {
+		free(ss);
+		return NULL;
+	}
+	ss->src.next = stop_next;
+	ss->src.close = stop_close;
+	return &ss->src;
 }
 
 struct totals {
@@ -184,6 +251,11 @@ static uint64_t drops_total(const struct totals *t)
 	return d;
 }
 
+static uint64_t not_for_us(const struct rxp_worker_stats *w)
+{
+	return w->not_ip + w->icmp + w->icmpv6 + w->ndp + w->tcp + w->other_proto;
+}
+
 static void live_line(const struct totals *t, const struct totals *prev, double el, double dt)
 {
 	fprintf(stderr,
@@ -199,20 +271,54 @@ static void live_line(const struct totals *t, const struct totals *prev, double 
 
 #define U(x) ((unsigned long long)(x))
 
-static void summary_text(FILE *f, const struct totals *t, double el, uint64_t pkts_out,
-			 uint64_t pages_out)
+struct result {
+	double wall; /* seconds of the run */
+	double span; /* seconds the capture covers (pcap), else 0 */
+	uint64_t pkts_out, pages_out;
+	const char *input; /* "workload", "pcap", "iface", "dev" */
+};
+
+/* "N (x/s)" or, with a capture's span, "N (x/s wall, y/s capture time)". */
+static void rate(FILE *f, const struct result *r, double n, const char *unit)
 {
-	fprintf(f, "rxpath run: %.2f s\n", el);
-	fprintf(f, "  frames      %llu (%.0f/s, %.2f Gbit/s)\n", U(t->w.rx_frames),
-		t->w.rx_frames / el, t->w.rx_bytes * 8 / el / 1e9);
-	fprintf(f, "  datagrams   %llu (%.0f/s, %llu bytes)\n", U(t->w.datagrams),
-		t->w.datagrams / el, U(t->w.datagram_bytes));
-	fprintf(f, "  messages    %llu (%.0f/s, TIPC)\n", U(t->w.messages), t->w.messages / el);
+	if (r->span > 0)
+		fprintf(f, "(%.0f%s/s, %.0f%s/s in capture time)", n / r->wall, unit, n / r->span,
+			unit);
+	else
+		fprintf(f, "(%.0f%s/s)", n / r->wall, unit);
+}
+
+static void summary_text(FILE *f, const struct totals *t, const struct result *r)
+{
+	fprintf(f, "rxpath run: %.3f s", r->wall);
+	if (r->span > 0 || !strcmp(r->input, "pcap"))
+		fprintf(f, ", the capture spans %.3f s", r->span);
+	fprintf(f, "\n  frames      %llu ", U(t->w.rx_frames));
+	rate(f, r, (double)t->w.rx_frames, "");
+	fprintf(f, ", %.3f Gbit/s\n", (double)t->w.rx_bytes * 8 / r->wall / 1e9);
+	fprintf(f, "  datagrams   %llu ", U(t->w.datagrams));
+	rate(f, r, (double)t->w.datagrams, "");
+	fprintf(f, ", %llu bytes\n", U(t->w.datagram_bytes));
+	fprintf(f, "  messages    %llu ", U(t->w.messages));
+	rate(f, r, (double)t->w.messages, "");
+	fprintf(f, ", TIPC\n");
 	fprintf(f, "  corrupted   %llu%s\n", U(t->corrupted),
 		t->unverified ? " (payloads without rxpath's check header are not checked)" : "");
-	fprintf(f, "  steered     %llu between workers\n", U(t->w.steered_out));
+	fprintf(f,
+		"  not for us  %llu (not IP %llu of which ARP %llu; ICMP %llu, ICMPv6 %llu, NDP "
+		"%llu, TCP %llu, other %llu): counted, not dropped\n",
+		U(not_for_us(&t->w)), U(t->w.not_ip), U(t->w.arp), U(t->w.icmp), U(t->w.icmpv6),
+		U(t->w.ndp), U(t->w.tcp), U(t->w.other_proto));
+	fprintf(f, "  steered     %llu between workers; slept %llu times when idle\n",
+		U(t->w.steered_out), U(t->w.sleeps));
 	fprintf(f, "  device      rx_no_buffer %llu, zero-length descriptors %llu, dropped %llu\n",
 		U(t->dev.rx_no_buffer), U(t->dev.zero_len_descs), U(t->dev.rx_dropped));
+	if (t->dev.fault_lost || t->dev.fault_duplicated || t->dev.fault_reordered)
+		fprintf(f,
+			"  faults      lost %llu, duplicated %llu, reordered %llu (fault "
+			"wrapper)\n",
+			U(t->dev.fault_lost), U(t->dev.fault_duplicated),
+			U(t->dev.fault_reordered));
 	fprintf(f, "  page pool   fast %llu, slow %llu, recycled %llu, waived %llu\n",
 		U(t->dev.pp_fast), U(t->dev.pp_slow), U(t->dev.pp_recycled), U(t->dev.pp_waived));
 	fprintf(f,
@@ -222,37 +328,51 @@ static void summary_text(FILE *f, const struct totals *t, double el, uint64_t pk
 		U(t->reasm.ReasmTimeout), U(t->reasm.ReasmOverlaps));
 	fprintf(f, "              duplicates %llu evictions %llu mem_high_water %llu\n",
 		U(t->reasm.duplicates), U(t->reasm.evictions), U(t->reasm.mem_high_water));
+	fprintf(f, "  udp         InDatagrams %llu InCsumErrors %llu", U(t->udp.InDatagrams),
+		U(t->udp.InCsumErrors));
+	if (t->udp.InCsumOffload || t->udp.InCsumUnchecked || t->udp.csum_auto_off)
+		fprintf(f, ", offloaded checksums accepted %llu, unchecked %llu%s",
+			U(t->udp.InCsumOffload), U(t->udp.InCsumUnchecked),
+			t->udp.csum_auto_off ? " (auto: over 1 in 10 wrong, checking stopped)"
+					     : "");
+	fputc('\n', f);
 	fprintf(f,
 		"  tipc        packets %llu bundles %llu bundled %llu fragments %llu "
 		"reassembled %llu delivered %llu drops %llu\n",
 		U(t->tipc.packets), U(t->tipc.bundles), U(t->tipc.bundled_msgs),
 		U(t->tipc.fragments), U(t->tipc.reassembled), U(t->tipc.delivered),
 		U(t->tipc.drops));
-	fprintf(f, "  drops by reason:\n");
-	for (unsigned r = 0; r < RXP_DROP_MAX; r++)
-		if (t->pool.drops[r])
-			fprintf(f, "    %-28s %llu\n", rxp_drop_reason_name(r),
-				U(t->pool.drops[r]));
-	fprintf(f, "  outstanding packets %llu, pages %llu\n", U(pkts_out), U(pages_out));
+	fprintf(f, "  drops by reason:%s\n", drops_total(t) ? "" : " none");
+	for (unsigned d = 0; d < RXP_DROP_MAX; d++)
+		if (t->pool.drops[d])
+			fprintf(f, "    %-28s %llu\n", rxp_drop_reason_name(d),
+				U(t->pool.drops[d]));
+	fprintf(f, "  outstanding packets %llu, pages %llu\n", U(r->pkts_out), U(r->pages_out));
 }
 
-static void summary_json(FILE *f, const struct totals *t, double el, uint64_t pkts_out,
-			 uint64_t pages_out)
+static void summary_json(FILE *f, const struct totals *t, const struct result *r)
 {
 	bool first = true;
 
 	fprintf(f,
-		"{\"seconds\":%.3f,\"frames\":%llu,\"rx_bytes\":%llu,\"datagrams\":%llu,"
-		"\"datagram_bytes\":%llu,\"messages\":%llu,\"corrupted\":%llu,"
-		"\"unverified\":%llu,\"packets_outstanding\":%llu,\"pages_outstanding\":%llu,",
-		el, U(t->w.rx_frames), U(t->w.rx_bytes), U(t->w.datagrams), U(t->w.datagram_bytes),
-		U(t->w.messages), U(t->corrupted), U(t->unverified), U(pkts_out), U(pages_out));
+		"{\"input\":\"%s\",\"seconds\":%.6f,\"capture_seconds\":%.6f,\"frames\":%llu,"
+		"\"rx_bytes\":%llu,\"datagrams\":%llu,\"datagram_bytes\":%llu,\"messages\":%llu,"
+		"\"message_bytes\":%llu,\"corrupted\":%llu,\"unverified\":%llu,"
+		"\"packets_outstanding\":%llu,\"pages_outstanding\":%llu,",
+		r->input, r->wall, r->span, U(t->w.rx_frames), U(t->w.rx_bytes), U(t->w.datagrams),
+		U(t->w.datagram_bytes), U(t->w.messages), U(t->w.message_bytes), U(t->corrupted),
+		U(t->unverified), U(r->pkts_out), U(r->pages_out));
+	fprintf(f,
+		"\"not_for_us\":{\"not_ip\":%llu,\"arp\":%llu,\"icmp\":%llu,\"icmpv6\":%llu,"
+		"\"ndp\":%llu,\"tcp\":%llu,\"other\":%llu},",
+		U(t->w.not_ip), U(t->w.arp), U(t->w.icmp), U(t->w.icmpv6), U(t->w.ndp), U(t->w.tcp),
+		U(t->w.other_proto));
 	fprintf(f, "\"drops\":{");
-	for (unsigned r = 0; r < RXP_DROP_MAX; r++) {
-		if (!t->pool.drops[r])
+	for (unsigned d = 0; d < RXP_DROP_MAX; d++) {
+		if (!t->pool.drops[d])
 			continue;
-		fprintf(f, "%s\"%s\":%llu", first ? "" : ",", rxp_drop_reason_name(r),
-			U(t->pool.drops[r]));
+		fprintf(f, "%s\"%s\":%llu", first ? "" : ",", rxp_drop_reason_name(d),
+			U(t->pool.drops[d]));
 		first = false;
 	}
 	fprintf(f, "},");
@@ -260,11 +380,11 @@ static void summary_json(FILE *f, const struct totals *t, double el, uint64_t pk
 		"\"reasm\":{\"ReasmReqds\":%llu,\"ReasmOKs\":%llu,\"ReasmFails\":%llu,"
 		"\"ReasmTimeout\":%llu,\"ReasmOverlaps\":%llu,\"evictions\":%llu,"
 		"\"duplicates\":%llu,\"policy_overlaps\":%llu,\"invalid\":%llu,"
-		"\"mem_high_water\":%llu},",
+		"\"mem_drops\":%llu,\"mem_high_water\":%llu},",
 		U(t->reasm.ReasmReqds), U(t->reasm.ReasmOKs), U(t->reasm.ReasmFails),
 		U(t->reasm.ReasmTimeout), U(t->reasm.ReasmOverlaps), U(t->reasm.evictions),
 		U(t->reasm.duplicates), U(t->reasm.policy_overlaps), U(t->reasm.invalid),
-		U(t->reasm.mem_high_water));
+		U(t->reasm.mem_drops), U(t->reasm.mem_high_water));
 	fprintf(f,
 		"\"tipc\":{\"packets\":%llu,\"bundles\":%llu,\"bundled_msgs\":%llu,"
 		"\"fragments\":%llu,\"reassembled\":%llu,\"delivered\":%llu,\"drops\":%llu},",
@@ -273,268 +393,462 @@ static void summary_json(FILE *f, const struct totals *t, double el, uint64_t pk
 		U(t->tipc.drops));
 	fprintf(f,
 		"\"ip\":{\"InReceives\":%llu,\"InHdrErrors\":%llu,\"InCsumErrors\":%llu,"
-		"\"InTruncatedPkts\":%llu,\"InDelivers\":%llu},",
+		"\"InTruncatedPkts\":%llu,\"InUnknownProtos\":%llu,\"InDelivers\":%llu},",
 		U(t->ip4.InReceives + t->ip6.InReceives),
 		U(t->ip4.InHdrErrors + t->ip6.InHdrErrors), U(t->ip4.InCsumErrors),
 		U(t->ip4.InTruncatedPkts + t->ip6.InTruncatedPkts),
+		U(t->ip4.InUnknownProtos + t->ip6.InUnknownProtos),
 		U(t->ip4.InDelivers + t->ip6.InDelivers));
 	fprintf(f,
 		"\"udp\":{\"InDatagrams\":%llu,\"NoPorts\":%llu,\"InErrors\":%llu,"
-		"\"InCsumErrors\":%llu},",
+		"\"InCsumErrors\":%llu,\"InCsumOffload\":%llu,\"InCsumUnchecked\":%llu,"
+		"\"csum_auto_off\":%s},",
 		U(t->udp.InDatagrams), U(t->udp.NoPorts), U(t->udp.InErrors),
-		U(t->udp.InCsumErrors));
+		U(t->udp.InCsumErrors), U(t->udp.InCsumOffload), U(t->udp.InCsumUnchecked),
+		t->udp.csum_auto_off ? "true" : "false");
 	fprintf(f,
-		"\"device\":{\"rx_no_buffer\":%llu,\"zero_len_descs\":%llu,\"pp_fast\":%llu,"
-		"\"pp_slow\":%llu,\"pp_recycled\":%llu}}\n",
-		U(t->dev.rx_no_buffer), U(t->dev.zero_len_descs), U(t->dev.pp_fast),
-		U(t->dev.pp_slow), U(t->dev.pp_recycled));
+		"\"workers\":{\"steered\":%llu,\"sleeps\":%llu,\"polls\":%llu,"
+		"\"tipc_peers_full\":%llu},",
+		U(t->w.steered_out), U(t->w.sleeps), U(t->w.polls), U(t->w.tipc_peers_full));
+	fprintf(f,
+		"\"device\":{\"rx_no_buffer\":%llu,\"rx_dropped\":%llu,\"zero_len_descs\":%llu,"
+		"\"fault_lost\":%llu,\"fault_duplicated\":%llu,\"fault_reordered\":%llu,"
+		"\"pp_fast\":%llu,\"pp_slow\":%llu,\"pp_recycled\":%llu}}\n",
+		U(t->dev.rx_no_buffer), U(t->dev.rx_dropped), U(t->dev.zero_len_descs),
+		U(t->dev.fault_lost), U(t->dev.fault_duplicated), U(t->dev.fault_reordered),
+		U(t->dev.pp_fast), U(t->dev.pp_slow), U(t->dev.pp_recycled));
 }
 
-static void log_to_stderr(enum rxp_log_level lvl, const char *msg, void *arg)
-{
-	(void)arg;
-	if (lvl <= RXP_LOG_WARN)
-		fprintf(stderr, "rxpath: %s\n", msg);
-}
+struct run_opts {
+	unsigned nw;
+	uint64_t frames, seed, mem_limit, duration_ns, in_flight;
+	const char *pcap, *iface, *spec, *write;
+	enum rxp_live_mode mode;
+	enum rxp_udp_csum_mode csum;
+	bool csum_set, quiet, json;
+	bool drains; /* the input is the workload: stopping it lets the rest finish */
+};
 
-static struct rxp_dev *open_input(const char *pcap, const char *iface, unsigned nw, uint64_t seed,
-				  struct rxp_pktpool *pp, bool *verify)
-{
-	struct rxp_dev *dev;
-
-	*verify = false;
-	if (pcap) {
-		dev = rxp_pcap_open(pcap, pp);
-		if (!dev)
-			fprintf(stderr, "rxpath run: cannot read %s: %s\n", pcap, strerror(errno));
-		return dev;
-	}
-	if (iface) {
-		struct rxp_afxdp_config xc = {.ifname = iface, .nqueues = 1};
-		struct rxp_afpacket_config ac = {.ifname = iface, .nqueues = nw};
-
-		setenv("LIBXDP_SKIP_DISPATCHER", "1", 0);
-		dev = rxp_afxdp_open(&xc, pp);
-		if (dev)
-			return dev;
-		fprintf(stderr, "rxpath run: AF_XDP on %s failed (%s); falling back to AF_PACKET\n",
-			iface, strerror(errno));
-		dev = rxp_afpacket_open(&ac, pp);
-		if (!dev)
-			fprintf(stderr, "rxpath run: AF_PACKET on %s failed: %s\n", iface,
-				strerror(errno));
-		return dev;
-	}
-	{
-		struct rxp_sim_config sc = {
-			.nqueues = nw,
-			.ring_size = 1024,
-			.seed = seed,
-			.zero_len_rate = 0.001,
-			.src_open = open_workload,
-		};
-
-		*verify = true;
-		dev = rxp_sim_open(&sc, pp);
-		if (!dev)
-			fprintf(stderr, "rxpath run: cannot start the sim NIC: %s\n",
-				strerror(errno));
-		return dev;
-	}
-}
-
-static int run_main(int argc, char **argv)
+/* 0, RXP_EXIT_USAGE after printing why, or -1 for --help (printed). */
+static int parse(int argc, char **argv, struct run_opts *o)
 {
 	static const struct option lo[] = {
-		{"workers", required_argument, 0, 'w'},	 {"frames", required_argument, 0, 'n'},
-		{"duration", required_argument, 0, 'd'}, {"seed", required_argument, 0, 's'},
-		{"pcap", required_argument, 0, 'P'},	 {"iface", required_argument, 0, 'I'},
-		{"write", required_argument, 0, 'W'},	 {"mem-limit", required_argument, 0, 'M'},
-		{"quiet", no_argument, 0, 'q'},		 {"json", no_argument, 0, 'J'},
-		{"help", no_argument, 0, 'h'},		 {0, 0, 0, 0},
+		{"workers", required_argument, 0, 'w'},
+		{"frames", required_argument, 0, 'n'},
+		{"duration", required_argument, 0, 'd'},
+		{"seed", required_argument, 0, 's'},
+		{"pcap", required_argument, 0, 'P'},
+		{"iface", required_argument, 0, 'I'},
+		{"write", required_argument, 0, 'W'},
+		{"mem-limit", required_argument, 0, 'M'},
+		{"dev", required_argument, 0, 'D'},
+		{"mode", required_argument, 0, 'm'},
+		{"in-flight", required_argument, 0, 'F'},
+		{"udp-csum", required_argument, 0, 'C'},
+		{"quiet", no_argument, 0, 'q'},
+		{"json", no_argument, 0, 'J'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
 	};
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned nw = ncpu > 0 ? (unsigned)ncpu : 1;
-	uint64_t frames = 2000000, seed = 1, mem_limit = 0;
-	double duration = 0;
-	const char *pcap = NULL, *iface = NULL, *write = NULL;
-	bool quiet = false, json = false;
-	struct run_ctx ctx = {.wlock = PTHREAD_MUTEX_INITIALIZER};
-	struct rxp_pktpool *pp;
-	struct rxp_dev *dev;
-	struct rxp_worker_group *g;
-	struct totals t, prev;
-	pthread_t runner;
-	uint64_t t0, tlast, pkts_out, pages_out;
-	int c, rc = 0;
-	char *end;
+	uint64_t v;
+	int c;
 
+	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "w:n:d:s:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:n:d:s:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'w':
-			nw = (unsigned)strtoul(optarg, &end, 10);
-			if (*end || nw < 1 || nw > RXP_WORKER_MAX) {
-				fprintf(stderr, "rxpath run: --workers takes 1..%d\n",
-					RXP_WORKER_MAX);
+			if (rxp_opt_u64(CMD, "--workers", optarg, RXP_NUM_PLAIN, 1, RXP_WORKER_MAX,
+					&v))
 				return RXP_EXIT_USAGE;
-			}
+			o->nw = (unsigned)v;
 			break;
 		case 'n':
-			frames = strtoull(optarg, &end, 10);
-			if (*end) {
-				fprintf(stderr, "rxpath run: --frames takes a number\n");
+			if (rxp_opt_u64(CMD, "--frames", optarg, RXP_NUM_COUNT, 1,
+					1000000000000000ull, &o->frames))
 				return RXP_EXIT_USAGE;
-			}
 			break;
 		case 'd':
-			duration = strtod(optarg, &end);
-			if (*end || duration < 0) {
-				fprintf(stderr, "rxpath run: --duration takes seconds\n");
+			if (rxp_opt_duration(CMD, "--duration", optarg, 1000000ull,
+					     86400ull * 365 * 1000000000ull, &o->duration_ns))
 				return RXP_EXIT_USAGE;
-			}
 			break;
 		case 's':
-			seed = strtoull(optarg, &end, 0);
-			if (*end) {
-				fprintf(stderr, "rxpath run: --seed takes a number\n");
+			if (rxp_opt_u64(CMD, "--seed", optarg, RXP_NUM_PLAIN, 0, UINT64_MAX,
+					&o->seed))
 				return RXP_EXIT_USAGE;
-			}
 			break;
-		case 'P':
-			pcap = optarg;
-			break;
-		case 'I':
-			iface = optarg;
-			break;
-		case 'W':
-			write = optarg;
+		case 'F':
+			if (rxp_opt_u64(CMD, "--in-flight", optarg, RXP_NUM_COUNT, 1,
+					RXP_GEN_IN_FLIGHT_MAX, &o->in_flight))
+				return RXP_EXIT_USAGE;
 			break;
 		case 'M':
-			mem_limit = strtoull(optarg, &end, 0);
-			if (*end || !mem_limit) {
-				fprintf(stderr, "rxpath run: --mem-limit takes bytes\n");
+			if (rxp_opt_u64(CMD, "--mem-limit", optarg, RXP_NUM_BYTES, 64 << 10,
+					1ull << 40, &o->mem_limit))
 				return RXP_EXIT_USAGE;
-			}
+			break;
+		case 'P':
+			o->pcap = optarg;
+			break;
+		case 'I':
+			o->iface = optarg;
+			break;
+		case 'D':
+			o->spec = optarg;
+			break;
+		case 'W':
+			o->write = optarg;
+			break;
+		case 'm':
+			if (rxp_live_mode_parse(optarg, &o->mode))
+				return rxp_usage_error(
+					CMD, "bad --mode '%s' (auto, afxdp, afpacket)", optarg);
+			break;
+		case 'C':
+			o->csum_set = true;
+			if (!strcmp(optarg, "check"))
+				o->csum = RXP_UDP_CSUM_CHECK;
+			else if (!strcmp(optarg, "skip"))
+				o->csum = RXP_UDP_CSUM_SKIP;
+			else if (!strcmp(optarg, "auto"))
+				o->csum = RXP_UDP_CSUM_AUTO;
+			else
+				return rxp_usage_error(
+					CMD, "bad --udp-csum '%s' (check, skip, auto)", optarg);
 			break;
 		case 'q':
-			quiet = true;
+			o->quiet = true;
 			break;
 		case 'J':
-			json = true;
+			o->json = true;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return -1;
 		default:
-			usage(stderr);
-			return RXP_EXIT_USAGE;
+			return rxp_opt_getopt_error(CMD, c, argc, argv);
 		}
 	}
-	if (optind < argc || (pcap && iface)) {
-		fprintf(stderr, "rxpath run: %s\n",
-			optind < argc ? "unexpected argument"
-				      : "--pcap and --iface exclude each other");
-		usage(stderr);
-		return RXP_EXIT_USAGE;
+	if (optind < argc)
+		return rxp_usage_error(CMD, "unexpected argument '%s' (see rxpath run --help)",
+				       argv[optind]);
+	if (!!o->pcap + !!o->iface + !!o->spec > 1)
+		return rxp_usage_error(CMD, "--pcap, --iface and --dev exclude each other");
+	if (o->in_flight && (o->pcap || o->iface))
+		return rxp_usage_error(CMD, "--in-flight shapes the built-in workload: not with "
+					    "--pcap or --iface");
+	if (!o->csum_set)
+		o->csum = o->pcap || o->iface ? RXP_UDP_CSUM_AUTO : RXP_UDP_CSUM_CHECK;
+	o->drains = !o->pcap && !o->iface && (!o->spec || strstr(o->spec, "src=workload"));
+	return 0;
+}
+
+static struct rxp_dev *open_input(const struct run_opts *o, struct rxp_pktpool *pp,
+				  const char **input)
+{
+	const struct rxp_dev_source src = {.name = "workload", .open = open_workload};
+	struct rxp_dev *dev;
+	char spec[512];
+
+	if (o->iface) {
+		*input = "iface";
+		dev = rxp_live_open(CMD, o->iface, o->mode == RXP_LIVE_AFPACKET ? o->nw : 1,
+				    o->mode, pp);
+		if (!dev)
+			fprintf(stderr, "rxpath run: cannot receive on %s: %s\n", o->iface,
+				rxp_cli_cause(errno));
+		return dev;
 	}
-	if (iface && !duration)
-		duration = 10; /* live input has no end */
-	rxp_set_log(log_to_stderr, NULL);
-	wl_cfg = (struct rxp_workload_config){.seed = seed, .frames = frames};
-	pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
-		.name = "run", .n_pkts = 16384 * nw, .n_bufs = 8192 * nw, .n_large = 64 * nw});
-	if (!pp) {
-		fprintf(stderr, "rxpath run: cannot create the packet pool: %s\n", strerror(errno));
-		return RXP_EXIT_FAIL;
+	if (o->pcap) {
+		*input = "pcap";
+		snprintf(spec, sizeof(spec), "pcap:%s", o->pcap);
+		dev = rxp_dev_open_with(spec, pp, NULL, 0);
+		if (!dev)
+			fprintf(stderr, "rxpath run: cannot read %s: %s\n", o->pcap,
+				rxp_cli_cause(errno));
+		return dev;
 	}
-	dev = open_input(pcap, iface, nw, seed, pp, &ctx.verify);
-	if (!dev) {
-		rxp_pktpool_destroy(pp);
-		return RXP_EXIT_USAGE;
+	if (o->spec) {
+		*input = "dev";
+		dev = rxp_dev_open_with(o->spec, pp, &src, 1);
+		if (!dev)
+			fprintf(stderr, "rxpath run: cannot open --dev '%s': %s\n", o->spec,
+				rxp_cli_cause(errno));
+		return dev;
 	}
-	if (write) {
-		ctx.writer = rxp_pcap_writer_open(write, true);
-		if (!ctx.writer) {
-			fprintf(stderr, "rxpath run: cannot write %s: %s\n", write,
-				strerror(errno));
-			rxp_dev_close(dev);
-			rxp_pktpool_destroy(pp);
-			return RXP_EXIT_USAGE;
+	*input = "workload";
+	snprintf(spec, sizeof(spec),
+		 "fault:loss=0.001,zl=0.001,seed=%llu+sim:queues=%u,ring=1024,src=workload",
+		 U(o->seed & 0xffffffffull), o->nw);
+	dev = rxp_dev_open_with(spec, pp, &src, 1);
+	if (!dev)
+		fprintf(stderr, "rxpath run: cannot start the sim NIC: %s\n", rxp_cli_cause(errno));
+	return dev;
+}
+
+/* ---- --write: a file per worker, merged by time ------------------------- */
+
+static int open_writers(struct run_ctx *c, const char *path, unsigned nw)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (nw == 1) {
+		c->writer[0] = rxp_pcap_writer_open(path, true);
+		return c->writer[0] ? 0 : -errno;
+	}
+	for (unsigned i = 0; i < nw; i++) {
+		int fd, err;
+
+		if (asprintf(&c->wpath[i], "%s/rxpath-run-XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
+			return -ENOMEM;
+		fd = mkstemp(c->wpath[i]);
+		if (fd < 0) {
+			err = errno;
+			free(c->wpath[i]);
+			c->wpath[i] = NULL;
+			return -err;
 		}
+		close(fd);
+		c->writer[i] = rxp_pcap_writer_open(c->wpath[i], true);
+		if (!c->writer[i])
+			return -errno;
+	}
+	return 0;
+}
+
+/* Merge the per-worker files into path by timestamp (each is in order). */
+static int merge_writers(struct run_ctx *c, const char *path, unsigned nw)
+{
+	pcap_t *in[RXP_WORKER_MAX] = {0};
+	struct pcap_pkthdr *h[RXP_WORKER_MAX];
+	const u_char *d[RXP_WORKER_MAX];
+	bool live[RXP_WORKER_MAX] = {0};
+	char err[PCAP_ERRBUF_SIZE];
+	struct rxp_pcap_writer *out;
+	int rc = 0;
+
+	out = rxp_pcap_writer_open(path, true);
+	if (!out)
+		return -errno;
+	for (unsigned i = 0; i < nw; i++) {
+		in[i] = pcap_open_offline_with_tstamp_precision(c->wpath[i],
+								PCAP_TSTAMP_PRECISION_NANO, err);
+		live[i] = in[i] && pcap_next_ex(in[i], &h[i], &d[i]) == 1;
+		if (!in[i])
+			rc = -EIO;
+	}
+	for (;;) {
+		int best = -1;
+		uint64_t bt = 0;
+
+		for (unsigned i = 0; i < nw; i++) {
+			uint64_t t;
+
+			if (!live[i])
+				continue;
+			t = (uint64_t)h[i]->ts.tv_sec * 1000000000ull + (uint64_t)h[i]->ts.tv_usec;
+			if (best < 0 || t < bt) {
+				best = (int)i;
+				bt = t;
+			}
+		}
+		if (best < 0)
+			break;
+		if (rxp_pcap_writer_write(out, d[best], h[best]->caplen, bt))
+			rc = -EIO;
+		live[best] = pcap_next_ex(in[best], &h[best], &d[best]) == 1;
 	}
 	for (unsigned i = 0; i < nw; i++)
-		if (!(ctx.buf[i] = malloc(1 << 17)))
-			return RXP_EXIT_FAIL;
-	g = rxp_worker_group_create(&(struct rxp_worker_config){
-		.nworkers = nw,
-		.dev = dev,
-		.pp = pp,
-		.defrag = {.mem_limit = mem_limit},
-		.tipc = true,
-		.on_datagram = on_datagram,
-		.on_message = on_message,
-		.arg = &ctx,
-		.wire_time = pcap != NULL,
-	});
-	if (!g) {
-		fprintf(stderr, "rxpath run: cannot create workers: %s\n", strerror(errno));
-		return RXP_EXIT_FAIL;
-	}
+		if (in[i])
+			pcap_close(in[i]);
+	if (rxp_pcap_writer_close(out))
+		rc = -EIO;
+	return rc;
+}
+
+/* Close the writers: merge when there are several; 0 or -errno. */
+static int close_writers(struct run_ctx *c, const char *path, unsigned nw)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < nw; i++)
+		if (c->writer[i] && rxp_pcap_writer_close(c->writer[i]))
+			rc = -EIO;
+	if (nw > 1 && path && !rc && c->wpath[nw - 1])
+		rc = merge_writers(c, path, nw);
+	for (unsigned i = 0; i < nw; i++)
+		if (c->wpath[i]) {
+			unlink(c->wpath[i]);
+			free(c->wpath[i]);
+		}
+	return rc;
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+static int run_workers(const struct run_opts *o, struct rxp_worker_group *g, struct rxp_dev *dev,
+		       struct rxp_pktpool *pp, struct run_ctx *ctx, uint64_t *t0)
+{
+	struct totals t, prev;
+	pthread_t runner;
+	uint64_t tlast, duration = o->duration_ns, stop_at = 0;
+	bool tty = !o->quiet && isatty(STDERR_FILENO);
+
+	if (o->iface && !duration)
+		duration = 10 * 1000000000ull; /* live input has no end */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	t0 = tlast = now_ns();
+	*t0 = tlast = now_ns();
 	memset(&prev, 0, sizeof(prev));
 	runner_group = g;
 	if (pthread_create(&runner, NULL, runner_main, NULL)) {
-		fprintf(stderr, "rxpath run: cannot start the workers\n");
-		return RXP_EXIT_FAIL;
+		fprintf(stderr, "rxpath run: cannot start the workers: %s\n", strerror(EAGAIN));
+		return -1;
 	}
 	while (!runner_done) {
 		uint64_t now;
 
-		usleep(100000);
+		usleep(20000);
 		now = now_ns();
-		if (duration && (double)(now - t0) / 1e9 >= duration)
-			stop = true;
-		if (!quiet && isatty(STDERR_FILENO) && now - tlast >= 1000000000ull) {
-			collect(g, dev, pp, &ctx, nw, &t);
-			live_line(&t, &prev, (double)(now - t0) / 1e9, (double)(now - tlast) / 1e9);
+		/* The built-in workload stops sending and finishes what is in
+		 * flight; live input and files stop where they are. */
+		if ((duration && now - *t0 >= duration) || interrupted) {
+			if (!stop_at)
+				stop_at = now;
+			src_stop = true;
+			if (!o->drains || now - stop_at >= 2000000000ull)
+				stop = true;
+		}
+		if (tty && now - tlast >= 1000000000ull) {
+			collect(g, dev, pp, ctx, o->nw, &t);
+			live_line(&t, &prev, (double)(now - *t0) / 1e9,
+				  (double)(now - tlast) / 1e9);
 			prev = t;
 			tlast = now;
 		}
 	}
 	pthread_join(runner, NULL);
-	{
-		double el = (double)(now_ns() - t0) / 1e9;
+	if (tty)
+		fputc('\n', stderr);
+	return 0;
+}
 
-		if (!quiet && isatty(STDERR_FILENO))
-			fputc('\n', stderr);
-		collect(g, dev, pp, &ctx, nw, &t);
-		/* Tear down in order: workers (queued fragments, partial TIPC
-		 * messages), the device (posted buffers, page pool), then count
-		 * what is still out. */
-		rxp_worker_group_destroy(g);
-		rxp_pktpool_drain_deferred(pp);
-		pages_out = rxp_dev_close(dev);
-		pkts_out = rxp_pktpool_pkts_outstanding(pp) + rxp_pktpool_bufs_outstanding(pp);
-		rxp_pktpool_get_stats(pp, &t.pool); /* the teardown's drops too */
-		if (ctx.writer)
-			rxp_pcap_writer_close(ctx.writer);
-		if (json)
-			summary_json(stdout, &t, el, pkts_out, pages_out);
-		else
-			summary_text(stdout, &t, el, pkts_out, pages_out);
-		if (pkts_out || pages_out || t.corrupted) {
-			fprintf(stderr,
-				"rxpath run: FAILED: %llu packets and %llu pages outstanding, "
-				"%llu corrupted payloads\n",
-				U(pkts_out), U(pages_out), U(t.corrupted));
+static int run_main(int argc, char **argv)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct run_opts o = {.nw = ncpu > 0 ? (unsigned)ncpu : 1, .frames = 2000000, .seed = 1};
+	struct run_ctx ctx = {0};
+	struct rxp_pktpool *pp;
+	struct rxp_dev *dev;
+	struct rxp_worker_group *g;
+	struct result r = {0};
+	struct totals t;
+	FILE *out;
+	uint64_t t0;
+	int rc;
+
+	if (o.nw > RXP_WORKER_MAX)
+		o.nw = RXP_WORKER_MAX;
+	rc = parse(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? RXP_EXIT_OK : rc;
+	rxp_cli_log_init(CMD);
+	/* The capture on stdout leaves it to the capture alone. */
+	out = o.write && !strcmp(o.write, "-") ? stderr : stdout;
+	if (out == stderr && isatty(STDOUT_FILENO))
+		return rxp_usage_error(CMD, "refusing to write a capture to a terminal");
+	wl_cfg = (struct rxp_workload_config){.seed = o.seed,
+					      .frames = o.frames,
+					      .in_flight = (unsigned)o.in_flight,
+					      .shuffle = o.in_flight > 1};
+	pp = rxp_pktpool_create(&(struct rxp_pktpool_config){.name = "run",
+							     .n_pkts = 16384 * o.nw,
+							     .n_bufs = 8192 * o.nw,
+							     .n_large = 64 * o.nw});
+	if (!pp) {
+		fprintf(stderr, "rxpath run: cannot create the packet pool: %s\n", strerror(errno));
+		return RXP_EXIT_FAIL;
+	}
+	dev = open_input(&o, pp, &r.input);
+	if (!dev) {
+		rxp_pktpool_destroy(pp);
+		return RXP_EXIT_USAGE;
+	}
+	ctx.verify = !strcmp(r.input, "workload");
+	ctx.stamp_wall = !o.pcap;
+	if (o.write && (rc = open_writers(&ctx, o.write, o.nw)) != 0) {
+		fprintf(stderr, "rxpath run: cannot write %s: %s\n",
+			o.nw == 1 ? o.write : "a temporary file", rxp_cli_cause(-rc));
+		close_writers(&ctx, NULL, o.nw);
+		rxp_dev_close(dev);
+		rxp_pktpool_destroy(pp);
+		return RXP_EXIT_USAGE;
+	}
+	for (unsigned i = 0; i < o.nw; i++)
+		if (!(ctx.buf[i] = malloc(1 << 17))) {
+			fprintf(stderr, "rxpath run: %s\n", strerror(ENOMEM));
+			return RXP_EXIT_FAIL;
+		}
+	g = rxp_worker_group_create(&(struct rxp_worker_config){
+		.nworkers = o.nw,
+		.dev = dev,
+		.pp = pp,
+		.defrag = {.mem_limit = o.mem_limit},
+		.tipc = true,
+		.on_datagram = on_datagram,
+		.on_message = on_message,
+		.arg = &ctx,
+		.wire_time = o.pcap != NULL,
+		.udp_csum = o.csum,
+	});
+	if (!g) {
+		fprintf(stderr, "rxpath run: cannot create the workers: %s\n", strerror(errno));
+		return RXP_EXIT_FAIL;
+	}
+	rc = RXP_EXIT_OK;
+	if (run_workers(&o, g, dev, pp, &ctx, &t0))
+		return RXP_EXIT_FAIL;
+	r.wall = (double)(runner_end_ns - t0) / 1e9;
+	collect(g, dev, pp, &ctx, o.nw, &t);
+	if (t.dev.last_tstamp_ns > t.dev.first_tstamp_ns)
+		r.span = (double)(t.dev.last_tstamp_ns - t.dev.first_tstamp_ns) / 1e9;
+	/* Tear down in order: workers (queued fragments, partial TIPC
+	 * messages), the device (posted buffers, page pool), then count what
+	 * is still out. */
+	rxp_worker_group_destroy(g);
+	rxp_pktpool_drain_deferred(pp);
+	r.pages_out = rxp_dev_close(dev);
+	r.pkts_out = rxp_pktpool_pkts_outstanding(pp) + rxp_pktpool_bufs_outstanding(pp);
+	rxp_pktpool_get_stats(pp, &t.pool); /* the teardown's drops too */
+	if (o.write) {
+		int wr = close_writers(&ctx, o.write, o.nw);
+
+		if (wr) {
+			fprintf(stderr, "rxpath run: cannot write %s: %s\n", o.write,
+				rxp_cli_cause(-wr));
 			rc = RXP_EXIT_FAIL;
 		}
-		rxp_pktpool_destroy(pp);
 	}
-	for (unsigned i = 0; i < nw; i++)
+	if (o.json)
+		summary_json(out, &t, &r);
+	else
+		summary_text(out, &t, &r);
+	if (r.pkts_out || r.pages_out || t.corrupted) {
+		fprintf(stderr,
+			"rxpath run: FAILED: %llu packets and %llu pages outstanding, "
+			"%llu corrupted payloads\n",
+			U(r.pkts_out), U(r.pages_out), U(t.corrupted));
+		rc = RXP_EXIT_FAIL;
+	}
+	if (t.udp.csum_auto_off)
+		fprintf(stderr,
+			"rxpath run: over 1 in 10 of the first %u UDP checksums were wrong: taken "
+			"for checksum offload and no longer checked (--udp-csum check keeps "
+			"checking)\n",
+			RXP_UDP_CSUM_SAMPLE);
+	rxp_pktpool_destroy(pp);
+	for (unsigned i = 0; i < o.nw; i++)
 		free(ctx.buf[i]);
 	return rc;
 }

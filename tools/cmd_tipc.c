@@ -15,12 +15,15 @@
  * checks the same file independently (tests/netns/tipc_tshark.sh).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
+#include "opt.h"
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
 
@@ -39,7 +42,7 @@ static void sink(void *arg, struct rxp_pkt *pkt)
 
 /* One line in the order of tshark's fields: frame, users, sizes, msgcnt,
  * fragment number, fragment type (lists comma-separated like tshark's). */
-static void describe(unsigned frame, const uint8_t *t, uint32_t len, unsigned reasm)
+static void describe(FILE *out, unsigned frame, const uint8_t *t, uint32_t len, unsigned reasm)
 {
 	char users[1024], sizes[1024];
 	uint32_t size = rxp_tipc_size(t), pos;
@@ -59,22 +62,22 @@ static void describe(unsigned frame, const uint8_t *t, uint32_t len, unsigned re
 			ns += snprintf(sizes + ns, sizeof(sizes) - (size_t)ns, ",%u", isz);
 			pos += (isz + 3) & ~3u;
 		}
-		printf("expect\t%u\t%s\t%s\t%u\t\t\n", frame, users, sizes,
-		       rxp_tipc_get(t, RXP_TIPC_F_MSGCNT));
+		fprintf(out, "expect\t%u\t%s\t%s\t%u\t\t\n", frame, users, sizes,
+			rxp_tipc_get(t, RXP_TIPC_F_MSGCNT));
 		return;
 	}
 	if (user != RXP_TIPC_MSG_FRAGMENTER) {
-		printf("expect\t%u\t%s\t%s\t\t\t\n", frame, users, sizes);
+		fprintf(out, "expect\t%u\t%s\t%s\t\t\t\n", frame, users, sizes);
 		return;
 	}
 	/* Wireshark shows the message it reassembled in the LAST frame; we
 	 * print the one our link delivered from the same frame. */
 	if (reasm)
-		printf("expect\t%u\t%s,%u\t%s,%u\t\t%u\t%u\n", frame, users, last_user, sizes,
-		       last_size, rxp_tipc_get(t, RXP_TIPC_F_FRAGM_NO), rxp_tipc_type(t));
+		fprintf(out, "expect\t%u\t%s,%u\t%s,%u\t\t%u\t%u\n", frame, users, last_user, sizes,
+			last_size, rxp_tipc_get(t, RXP_TIPC_F_FRAGM_NO), rxp_tipc_type(t));
 	else
-		printf("expect\t%u\t%s\t%s\t\t%u\t%u\n", frame, users, sizes,
-		       rxp_tipc_get(t, RXP_TIPC_F_FRAGM_NO), rxp_tipc_type(t));
+		fprintf(out, "expect\t%u\t%s\t%s\t\t%u\t%u\n", frame, users, sizes,
+			rxp_tipc_get(t, RXP_TIPC_F_FRAGM_NO), rxp_tipc_type(t));
 }
 
 static void add(struct rxp_pktpool *pp, struct rxp_pkt_queue *q, unsigned user, unsigned hsize,
@@ -91,12 +94,32 @@ static void add(struct rxp_pktpool *pp, struct rxp_pkt_queue *q, unsigned user, 
 		rxp_pkt_enqueue(q, m);
 }
 
+#define CMD "tipc"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rxpath tipc pcap OUT [--mtu N]\n\n"
+		   "Builds a fixed mix of TIPC messages (bundled small messages, fragmented\n"
+		   "large ones, lone messages, CONN_MANAGER, NAME_DISTRIBUTOR), sends them\n"
+		   "through rxpath's TIPC-over-UDP bearer to a peer with IP MTU N (576..65535,\n"
+		   "default 1500) and writes the datagrams to OUT as an Ethernet pcap (- for\n"
+		   "stdout). Each frame is received back through a TIPC link; a line per frame\n"
+		   "says what rxpath's codec read (the fields of tshark -T fields), then the\n"
+		   "link's counters (on stderr when OUT is -).\n\n"
+		   "  --mtu N     the peer's IP MTU\n"
+		   "  -h, --help  this text\n\n"
+		   "Exit status: 0 ok; 1 a message was not delivered or a packet leaked; 2 bad\n"
+		   "usage or OUT not writable.\n");
+}
+
 static int cmd_tipc(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		{"mtu", required_argument, 0, 'm'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	struct rxp_pktpool_config c = {.name = "tipc", .n_pkts = 1024, .n_large = 32};
 	struct rxp_tipc_udp_peer peer = {
 		.saddr = htonl(0x0a000101), .daddr = htonl(0x0a000102), .mtu = 1500};
-	struct rxp_pkt_queue msgs, out;
+	struct rxp_pkt_queue msgs, outq;
 	struct rxp_tipc_link l;
 	struct rxp_pktpool *pp;
 	pcap_dumper_t *dump;
@@ -105,17 +128,47 @@ static int cmd_tipc(int argc, char **argv)
 	unsigned frame = 0;
 	int n;
 
-	if (argc < 3 || strcmp(argv[1], "pcap")) {
-		fprintf(stderr, "usage: rxpath tipc pcap OUT.pcap [--mtu N]\n");
-		return RXP_EXIT_USAGE;
+	uint64_t mtu = 1500;
+	const char *path;
+	FILE *out = stdout;
+	int o;
+
+	opterr = 0;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+		switch (o) {
+		case 'm':
+			if (rxp_opt_u64(CMD, "--mtu", optarg, RXP_NUM_PLAIN, 576, 65535, &mtu))
+				return RXP_EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout);
+			return RXP_EXIT_OK;
+		default:
+			return rxp_opt_getopt_error(CMD, o, argc, argv);
+		}
 	}
-	if (argc >= 5 && !strcmp(argv[3], "--mtu"))
-		peer.mtu = (uint32_t)strtoul(argv[4], NULL, 0);
+	if (optind >= argc)
+		return rxp_usage_error(CMD, "which action? 'pcap OUT' (see rxpath tipc --help)");
+	if (strcmp(argv[optind], "pcap"))
+		return rxp_usage_error(CMD, "unknown action '%s' (see rxpath tipc --help)",
+				       argv[optind]);
+	if (optind + 2 != argc)
+		return rxp_usage_error(
+			CMD, optind + 2 > argc ? "pcap needs OUT" : "unexpected argument '%s'",
+			argv[argc - 1]);
+	path = argv[optind + 1];
+	if (!strcmp(path, "-")) {
+		if (isatty(STDOUT_FILENO))
+			return rxp_usage_error(CMD, "refusing to write a capture to a terminal");
+		out = stderr;
+	}
+	peer.mtu = (uint32_t)mtu;
 	pp = rxp_pktpool_create(&c);
 	if (!pp)
 		return RXP_EXIT_FAIL;
 	rxp_pkt_queue_init(&msgs);
-	rxp_pkt_queue_init(&out);
+	rxp_pkt_queue_init(&outq);
 	for (unsigned i = 0; i < 12; i++) /* bundled */
 		add(pp, &msgs, i & 3, i & 1 ? 24 : 40, 40 + i * 7, 100 + i);
 	add(pp, &msgs, 2, 40, 5000, 200); /* fragmented */
@@ -124,21 +177,34 @@ static int cmd_tipc(int argc, char **argv)
 	add(pp, &msgs, RXP_TIPC_CONN_MANAGER, 40, 8, 203); /* bundled */
 	add(pp, &msgs, RXP_TIPC_NAME_DISTRIBUTOR, 40, 20, 0);
 	add(pp, &msgs, 0, 24, 1400, 204); /* lone */
-	n = rxp_tipc_udp_build(pp, &peer, &msgs, &out);
+	n = rxp_tipc_udp_build(pp, &peer, &msgs, &outq);
 	if (n < 0) {
-		fprintf(stderr, "rxpath tipc: build failed: %s\n", strerror(-n));
+		fprintf(stderr, "rxpath tipc: cannot build the datagrams: %s\n", strerror(-n));
+		rxp_pkt_queue_purge(&outq, RXP_DROP_NOT_SPECIFIED);
+		rxp_pktpool_destroy(pp);
 		return RXP_EXIT_FAIL;
 	}
 	pc = pcap_open_dead(DLT_EN10MB, 65535);
-	dump = pc ? pcap_dump_open(pc, argv[2]) : NULL;
-	if (!dump) {
-		fprintf(stderr, "rxpath tipc: %s: %s\n", argv[2], pc ? pcap_geterr(pc) : "pcap");
-		return RXP_EXIT_USAGE;
+	{
+		FILE *f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+
+		dump = pc && f ? pcap_dump_fopen(pc, f) : NULL;
+		if (!dump) {
+			fprintf(stderr, "rxpath tipc: cannot write %s: %s\n", path,
+				strerror(f ? EIO : errno));
+			if (f && f != stdout)
+				fclose(f);
+			if (pc)
+				pcap_close(pc);
+			rxp_pkt_queue_purge(&outq, RXP_DROP_NOT_SPECIFIED);
+			rxp_pktpool_destroy(pp);
+			return RXP_EXIT_USAGE;
+		}
 	}
 	rxp_tipc_link_init(&l, pp);
 	rxp_tipc_link_bind(&l, RXP_TIPC_PORT_ANY, sink, NULL);
 	rxp_tipc_link_set_node_sink(&l, sink, NULL);
-	while ((d = rxp_pkt_dequeue(&out))) {
+	while ((d = rxp_pkt_dequeue(&outq))) {
 		static uint8_t frameb[RXP_ETH_HLEN + 65536];
 		struct pcap_pkthdr ph = {.caplen = RXP_ETH_HLEN + d->len,
 					 .len = RXP_ETH_HLEN + d->len};
@@ -155,23 +221,28 @@ static int cmd_tipc(int argc, char **argv)
 
 			rxp_pkt_pull(d, 28);
 			rxp_tipc_udp_rcv(&l, d);
-			describe(++frame, frameb + RXP_ETH_HLEN + 28, ph.len - RXP_ETH_HLEN - 28,
-				 l.st.reassembled != before);
+			describe(out, ++frame, frameb + RXP_ETH_HLEN + 28,
+				 ph.len - RXP_ETH_HLEN - 28, l.st.reassembled != before);
 		}
 	}
 	pcap_dump_close(dump);
 	pcap_close(pc);
-	printf("rx: packets=%lu bundles=%lu bundled_msgs=%lu fragments=%lu reassembled=%lu "
-	       "delivered=%u drops=%lu\n",
-	       (unsigned long)l.st.packets, (unsigned long)l.st.bundles,
-	       (unsigned long)l.st.bundled_msgs, (unsigned long)l.st.fragments,
-	       (unsigned long)l.st.reassembled, delivered, (unsigned long)l.st.drops);
+	fprintf(out,
+		"rx: packets=%lu bundles=%lu bundled_msgs=%lu fragments=%lu reassembled=%lu "
+		"delivered=%u drops=%lu\n",
+		(unsigned long)l.st.packets, (unsigned long)l.st.bundles,
+		(unsigned long)l.st.bundled_msgs, (unsigned long)l.st.fragments,
+		(unsigned long)l.st.reassembled, delivered, (unsigned long)l.st.drops);
 	rxp_tipc_link_fini(&l);
 	if (rxp_pktpool_destroy(pp)) {
-		fprintf(stderr, "rxpath tipc: leak\n");
+		fprintf(stderr, "rxpath tipc: FAILED: packets leaked\n");
 		return RXP_EXIT_FAIL;
 	}
-	return delivered == 18 ? RXP_EXIT_OK : RXP_EXIT_FAIL;
+	if (delivered != 18) {
+		fprintf(stderr, "rxpath tipc: FAILED: %u of 18 messages delivered\n", delivered);
+		return RXP_EXIT_FAIL;
+	}
+	return RXP_EXIT_OK;
 }
 
 RXP_COMMAND(tipc, "tipc", "write TIPC-over-UDP traffic built by rxpath to a pcap", cmd_tipc);

@@ -25,10 +25,14 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		fprintf(stderr, "rxpath: which command? (see rxpath --help)\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		if (argc > 3) {
+			fprintf(stderr, "rxpath: help takes one command\n");
+			return 2;
+		}
 		if (argc > 2 && strcmp(argv[1], "help") == 0) {
 			char *hargv[] = {argv[2], "--help", NULL};
 
@@ -36,6 +40,9 @@ int main(int argc, char **argv)
 			     c++)
 				if (!strcmp(c->name, argv[2]))
 					return c->main(2, hargv);
+			fprintf(stderr, "rxpath: unknown command '%s' (see rxpath --help)\n",
+				argv[2]);
+			return 2;
 		}
 		usage(stdout);
 		return 0;
@@ -47,7 +54,6 @@ int main(int argc, char **argv)
 	for (const struct rxp_command *c = __start_rxp_cmds; c < __stop_rxp_cmds; c++)
 		if (!strcmp(c->name, argv[1]))
 			return c->main(argc - 1, argv + 1);
-	fprintf(stderr, "rxpath: unknown command '%s'\n\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "rxpath: unknown command '%s' (see rxpath --help)\n", argv[1]);
 	return 2;
 }

@@ -14,6 +14,7 @@
 
 #include "cmd.h"
 #include "opt.h"
+#include "rxpath/log.h"
 
 /* Digits of s into *v (no sign, no blanks); the end in *end. */
 static int digits(const char *s, uint64_t *v, const char **end)
@@ -239,4 +240,47 @@ int rxp_opt_getopt_error(const char *cmd, int ret, int argc, char **argv)
 		return rxp_usage_error(cmd, "option %s needs a value (see rxpath %s --help)", word,
 				       cmd);
 	return rxp_usage_error(cmd, "unknown option %s (see rxpath %s --help)", word, cmd);
+}
+
+/* ---- the library's messages ---------------------------------------------- */
+
+static const char *log_cmd = "";
+static char last_err[512];
+
+static void cli_log(enum rxp_log_level lvl, const char *msg, void *arg)
+{
+	(void)arg;
+	if (lvl == RXP_LOG_ERR)
+		snprintf(last_err, sizeof(last_err), "%s", msg);
+	else if (lvl <= RXP_LOG_WARN)
+		fprintf(stderr, "rxpath %s: %s\n", log_cmd, msg);
+}
+
+void rxp_cli_log_init(const char *cmd)
+{
+	log_cmd = cmd;
+	last_err[0] = 0;
+	rxp_set_log(cli_log, NULL);
+}
+
+void rxp_cli_cause_clear(void)
+{
+	last_err[0] = 0;
+}
+
+const char *rxp_cli_cause(int err)
+{
+	static char buf[sizeof(last_err)];
+	static const int sys[] = {ENOENT, EACCES, EPERM, EISDIR, ENOTDIR, ENODEV,
+				  ENXIO,  ENOSPC, EROFS, ELOOP,	 EBUSY,	  ENAMETOOLONG};
+	bool plain = false;
+
+	for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+		plain |= err == sys[i];
+	if (last_err[0] && !plain)
+		snprintf(buf, sizeof(buf), "%s", last_err);
+	else
+		snprintf(buf, sizeof(buf), "%s", strerror(err ? err : EIO));
+	last_err[0] = 0;
+	return buf;
 }

@@ -44,4 +44,18 @@ int rxp_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * value), naming the option as typed. Returns RXP_EXIT_USAGE. */
 int rxp_opt_getopt_error(const char *cmd, int ret, int argc, char **argv);
 
+/* The library's log for a subcommand: warnings go to stderr as one line
+ * "rxpath CMD: message" each; errors are kept (the last one) rather than
+ * printed, so that the command can say what failed and why in one line of
+ * its own (rxp_cli_cause). Call once, early. */
+void rxp_cli_log_init(const char *cmd);
+/* Why the last library call failed: the library's own last error message
+ * when it gave one and err is not a plain system error (ENOENT, EACCES,
+ * EPERM, EISDIR, ENOTDIR, ENODEV, ENXIO, ENOSPC, EROFS, ELOOP,
+ * ENAMETOOLONG, EBUSY), else strerror(err). Clears the kept message. */
+const char *rxp_cli_cause(int err);
+/* Forget a kept library error (after a failure that was handled, such as a
+ * device fallback). */
+void rxp_cli_cause_clear(void);
+
 #endif

@@ -35,9 +35,13 @@
 #include "rxpath/ring.h"
 
 struct rxp_dev;
+struct rxp_src; /* a frame source (rxpath/sim.h) */
 
 struct rxp_dev_stats {
 	uint64_t rx_packets, rx_bytes;
+	/* frames the hardware side had for the host (sim: taken from its
+	 * source for its queues); each became a packet or a counted drop */
+	uint64_t rx_offered;
 	uint64_t rx_dropped; /* frames lost inside the device, all reasons */
 	uint64_t rx_no_buffer; /* no posted buffer / kernel ring drops */
 	uint64_t tx_packets, tx_bytes, tx_dropped;
@@ -46,6 +50,9 @@ struct rxp_dev_stats {
 	/* page pools of ring devices, summed over queues; outstanding
 	 * includes the pages posted in the rings themselves */
 	uint64_t pp_fast, pp_slow, pp_recycled, pp_waived, pp_released, pp_outstanding;
+	/* capture files: the first and last record's time (the span the
+	 * capture covers; 0 when none was read) */
+	uint64_t first_tstamp_ns, last_tstamp_ns;
 	/* wrappers */
 	uint64_t fault_lost, fault_duplicated, fault_reordered;
 	uint64_t captured;
@@ -60,6 +67,13 @@ struct rxp_dev_ops {
 	unsigned (*tx_burst)(struct rxp_dev *dev, unsigned q, struct rxp_pkt **pkts, unsigned n);
 	/* Optional: block up to timeout_ms for input on q (0: ready or not). */
 	int (*wait)(struct rxp_dev *dev, unsigned q, int timeout_ms);
+	/* Optional: a file descriptor that poll() reports readable (POLLIN)
+	 * when q may have input, for a caller that sleeps on several things at
+	 * once (a worker: its queues and its inbox); -1 if there is none. */
+	int (*poll_fd)(struct rxp_dev *dev, unsigned q);
+	/* Optional (ring devices): descriptor faults of the hardware side,
+	 * set by the fault wrapper (rxp_fault_config.zero_len). */
+	int (*set_rx_faults)(struct rxp_dev *dev, double zero_len_rate, uint64_t seed);
 	/* Optional: install an XDP program on every queue's ring. */
 	int (*set_xdp)(struct rxp_dev *dev, rxp_xdp_prog_fn prog, void *ctx);
 	void (*get_stats)(struct rxp_dev *dev, struct rxp_dev_stats *st);
@@ -87,6 +101,9 @@ static inline unsigned rxp_dev_tx_burst(struct rxp_dev *d, unsigned q, struct rx
 	return d->ops->tx_burst(d, q, pkts, n);
 }
 int rxp_dev_wait(struct rxp_dev *d, unsigned q, int timeout_ms);
+/* The fd to poll for q's input (through wrappers), or -1: a device without
+ * one (sim, pcap) always has input or has finished. */
+int rxp_dev_poll_fd(struct rxp_dev *d, unsigned q);
 /* -EOPNOTSUPP for devices without rings. */
 int rxp_dev_set_xdp(struct rxp_dev *d, rxp_xdp_prog_fn prog, void *ctx);
 /* Zeroes st, then fills it (wrappers add their counters to the inner's). */
@@ -110,24 +127,43 @@ void rxp_dev_classify(struct rxp_pkt *pkt, bool l2);
  *   "sim:queues=2,count=100000,min=16,max=8000,v6=30,mtu=1500,loss=0.01,zl=0.01,seed=1"
  *   "sim:replay=in.pcap,queues=4"   "pcap:in.pcapng"
  *   "afpacket:eth0,queues=2"        "afxdp:veth0,queues=1"
- *   "capture:out.pcap+fault:loss=0.01,dup=0.01,reorder=8,seed=3+sim:count=1000"
+ *   "capture:out.pcap+fault:loss=0.01,dup=0.01,reorder=8,zl=0.01,seed=3+sim:count=1000"
  * Wrappers come first, separated by '+', outermost first (src/dev/open.c
- * lists every key). NULL with errno set (EINVAL for a bad spec). */
+ * lists every key). NULL with errno set (EINVAL for a bad spec, with the
+ * reason logged at RXP_LOG_ERR). */
 struct rxp_dev *rxp_dev_open(const char *spec, struct rxp_pktpool *pp);
+
+/* Frame sources an application offers to "sim:src=NAME" (the sim NIC then
+ * replays NAME's frames, one copy per queue, instead of its generator). */
+struct rxp_dev_source {
+	const char *name;
+	struct rxp_src *(*open)(void *arg); /* called once per queue */
+	void *arg;
+};
+/* rxp_dev_open with the application's sources (n of them). */
+struct rxp_dev *rxp_dev_open_with(const char *spec, struct rxp_pktpool *pp,
+				  const struct rxp_dev_source *src, unsigned n);
 
 /* ---- wrappers --------------------------------------------------------- */
 
 struct rxp_fault_config {
 	uint64_t seed;
 	double loss; /* probability a received packet is dropped */
+	/* probability of a zero-length descriptor before each buffer of a
+	 * frame, written by the hardware side of the ring device under the
+	 * wrapper (sim); EOPNOTSUPP where there is none */
+	double zero_len;
 	double duplicate; /* probability it is delivered twice (a copy) */
 	unsigned reorder_window; /* hold up to this many (<= 64) and release
 				  * in random order; 0 or 1: keep order */
 	double tx_loss; /* probability a sent packet is dropped */
 };
 /* Wraps inner (taking ownership, also on failure: then inner is closed).
- * NULL with errno EINVAL for a probability outside [0, 1] or a window over
- * 64. */
+ * NULL with errno EINVAL for a probability outside [0, 1] (zero_len: [0, 1))
+ * or a window over 64, EOPNOTSUPP for zero_len over a device without a
+ * ring. Frame faults live here and only here: loss, duplication and
+ * reordering of received packets, zero-length descriptors in the ring
+ * below, loss of sent packets. */
 struct rxp_dev *rxp_fault_wrap(struct rxp_dev *inner, const struct rxp_fault_config *cfg);
 
 #define RXP_CAPTURE_RX 1

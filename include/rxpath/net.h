@@ -23,6 +23,26 @@
  * pkt->network_off and transport_off locate the IP and UDP headers. */
 typedef void (*rxp_udp_handler_fn)(void *arg, struct rxp_pkt *pkt);
 
+/* Receives a complete IP datagram whose upper protocol is not UDP (ICMP,
+ * ICMPv6 and NDP, TCP, ...): data at the IP header, the upper header at
+ * l4_off. Consumes pkt. */
+typedef void (*rxp_ip_other_fn)(void *arg, struct rxp_pkt *pkt, uint8_t proto, uint32_t l4_off);
+
+/* UDP checksum validation. AUTO is Suricata's checksum-validation auto
+ * mode for captures and live traffic taken on the sending host, where
+ * checksum offload leaves the field unfinished: every checksum is checked,
+ * and one that holds only the pseudo-header's sum (what Linux leaves for
+ * the NIC, CHECKSUM_PARTIAL) is accepted and counted (InCsumOffload);
+ * when more than 1 in 10 of the first 1000 checked datagrams are wrong,
+ * checking stops (csum_auto_off) as offload is then the likely cause. */
+enum rxp_udp_csum_mode {
+	RXP_UDP_CSUM_CHECK = 0, /* always (Linux; the default) */
+	RXP_UDP_CSUM_AUTO,
+	RXP_UDP_CSUM_SKIP, /* never */
+};
+#define RXP_UDP_CSUM_SAMPLE 1000
+#define RXP_UDP_CSUM_BAD_RATIO 10 /* 1 in 10 */
+
 #define RXP_UDP_MAX_BINDS 16
 
 struct rxp_ip_stats {
@@ -32,6 +52,10 @@ struct rxp_ip_stats {
 
 struct rxp_udp_stats {
 	uint64_t InDatagrams, NoPorts, InErrors, InCsumErrors;
+	uint64_t InCsumOffload; /* AUTO: partial (offloaded) checksums accepted */
+	uint64_t InCsumUnchecked; /* SKIP, or AUTO after it stopped checking */
+	uint64_t csum_sampled, csum_sample_bad; /* AUTO's first datagrams */
+	uint64_t csum_auto_off; /* 1 when AUTO stopped checking */
 };
 
 struct rxp_net {
@@ -44,6 +68,10 @@ struct rxp_net {
 	unsigned nbinds;
 	rxp_udp_handler_fn any_fn; /* for ports nobody bound (NULL: NoPorts drop) */
 	void *any_arg;
+	/* for protocols other than UDP (NULL: dropped, ip_unknown_protocol) */
+	rxp_ip_other_fn other_fn;
+	void *other_arg;
+	enum rxp_udp_csum_mode udp_csum;
 	struct rxp_ip_stats ip4, ip6;
 	struct rxp_udp_stats udp;
 };

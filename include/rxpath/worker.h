@@ -59,6 +59,7 @@ struct rxp_worker_config {
 	/* true: time comes from packet timestamps (pcap input, as on the
 	 * wire); false: the monotonic clock. */
 	bool wire_time;
+	enum rxp_udp_csum_mode udp_csum; /* default CHECK (rxpath/net.h) */
 };
 
 struct rxp_worker_stats {
@@ -67,7 +68,14 @@ struct rxp_worker_stats {
 	uint64_t datagrams, datagram_bytes; /* delivered to on_datagram */
 	uint64_t messages, message_bytes; /* delivered to on_message */
 	uint64_t tipc_peers_full; /* TIPC traffic from a peer past the table */
+	/* Frames not for this path, consumed and counted, not drops (as the
+	 * kernel hands them to other protocols): not IP by ethertype (arp
+	 * among them), and IP datagrams of other protocols (ndp: ICMPv6
+	 * types 133..137, counted apart from icmpv6). */
+	uint64_t not_ip, arp;
+	uint64_t icmp, icmpv6, ndp, tcp, other_proto;
 	uint64_t timer_runs;
+	uint64_t sleeps; /* times the worker slept in poll() when idle */
 };
 
 /* Creates the group and its workers (not their threads). NULL with errno. */
@@ -83,7 +91,11 @@ unsigned rxp_worker_id(const struct rxp_worker *w);
 int rxp_worker_poll(struct rxp_worker *w);
 
 /* Runs every worker's poll loop on its own thread (worker i on CPU i mod
- * online CPUs) until all inputs are finished or *stop becomes true. */
+ * online CPUs) until all inputs are finished or *stop becomes true. A
+ * worker busy-polls while traffic flows; once its queues and inbox have
+ * been empty for 200 us it sleeps in poll() on its queues' descriptors
+ * (live sockets: AF_XDP, AF_PACKET) and its inbox's eventfd, up to 10 ms
+ * at a time, so an idle live interface costs next to no CPU. */
 int rxp_worker_group_run(struct rxp_worker_group *g, volatile bool *stop);
 
 void rxp_worker_get_stats(const struct rxp_worker *w, struct rxp_worker_stats *st);

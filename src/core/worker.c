@@ -14,11 +14,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,8 +29,20 @@
 #include "rxpath/worker.h"
 #include "buf/ring.h"
 
+#ifndef RXP_IPPROTO_ICMP
+#define RXP_IPPROTO_ICMP 1
+#endif
+#ifndef RXP_ETH_P_ARP
+#define RXP_ETH_P_ARP 0x0806
+#endif
 #define TIMER_PERIOD_NS 1000000ull /* reassembly expiry at most once a ms */
 #define STASH_MAX 256 /* >= the largest budget */
+/* Sleeping, as NAPI does: a worker keeps polling while traffic flows, and
+ * after its queues and inbox have been empty this long it sleeps in poll()
+ * on its queues' descriptors and its wake-up eventfd, re-arming the way an
+ * interrupt would. The sleep is bounded, so timers still run. */
+#define BUSY_POLL_NS 200000ull
+#define SLEEP_MS 10
 
 struct tipc_peer {
 	bool used;
@@ -47,6 +61,8 @@ struct rxp_worker {
 	uint64_t now, last_timer;
 	struct rxp_net net;
 	struct rxp_mpmc *inbox;
+	int wake_fd; /* eventfd: another worker put packets in the inbox */
+	atomic_bool sleeping; /* in poll(): steering must write wake_fd */
 	struct rxp_worker_stats st;
 	/* Packets for a worker whose inbox was full, in arrival order. While
 	 * any wait here this worker polls no queue: back-pressure, so a slow
@@ -148,6 +164,31 @@ static void on_udp(void *arg, struct rxp_pkt *pkt)
 		rxp_pkt_consume(pkt);
 }
 
+/* An IP datagram of another protocol than UDP: counted, consumed. */
+static void on_other(void *arg, struct rxp_pkt *pkt, uint8_t proto, uint32_t l4_off)
+{
+	struct rxp_worker *w = arg;
+	uint8_t t;
+
+	switch (proto) {
+	case RXP_IPPROTO_ICMP:
+		w->st.icmp++;
+		break;
+	case RXP_IPPROTO_ICMPV6:
+		if (rxp_pkt_copy_bits(pkt, l4_off, &t, 1) == 0 && t >= 133 && t <= 137)
+			w->st.ndp++;
+		else
+			w->st.icmpv6++;
+		break;
+	case RXP_IPPROTO_TCP:
+		w->st.tcp++;
+		break;
+	default:
+		w->st.other_proto++;
+	}
+	rxp_pkt_consume(pkt);
+}
+
 /* ---- the pipeline ---------------------------------------------------------- */
 
 /* L2 to L3. Consumes pkt. */
@@ -155,8 +196,20 @@ static void process(struct rxp_worker *w, struct rxp_pkt *pkt)
 {
 	uint32_t cur = (uint32_t)(pkt->data - pkt->head);
 
-	if ((pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) ||
-	    pkt->network_off == 0xffff || pkt->network_off < cur ||
+	if (pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) {
+		uint8_t et[2];
+
+		/* Not for this path (ARP, LLDP, ...): counted, not a drop. The
+		 * ethertype is read where classification left it unknown. */
+		w->st.not_ip++;
+		if (pkt->protocol == RXP_ETH_P_ARP ||
+		    (!pkt->protocol && rxp_pkt_copy_bits(pkt, 12, et, 2) == 0 &&
+		     (et[0] << 8 | et[1]) == RXP_ETH_P_ARP))
+			w->st.arp++;
+		rxp_pkt_consume(pkt);
+		return;
+	}
+	if (pkt->network_off == 0xffff || pkt->network_off < cur ||
 	    !rxp_pkt_pull(pkt, pkt->network_off - cur)) {
 		rxp_pkt_drop(pkt, RXP_DROP_L2_UNKNOWN);
 		return;
@@ -164,6 +217,20 @@ static void process(struct rxp_worker *w, struct rxp_pkt *pkt)
 	if (w->g->cfg.wire_time && pkt->tstamp_ns > w->now)
 		w->now = pkt->tstamp_ns;
 	rxp_ip_rcv(&w->net, pkt, w->now);
+}
+
+/* After putting packets in t's inbox: if t sleeps (or is about to), wake
+ * it. Pairs with the fence in idle_sleep: either t sees the packets when it
+ * looks again, or we see it sleeping. */
+static inline void wake(struct rxp_worker *t)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (rxp_unlikely(atomic_load_explicit(&t->sleeping, memory_order_relaxed)) &&
+	    atomic_exchange(&t->sleeping, false)) {
+		uint64_t one = 1;
+
+		(void)!write(t->wake_fd, &one, sizeof(one));
+	}
 }
 
 static unsigned target_of(const struct rxp_worker *w, const struct rxp_pkt *pkt)
@@ -185,6 +252,7 @@ static void steer_or_process(struct rxp_worker *w, struct rxp_pkt *pkt)
 	}
 	if (!w->nstash && rxp_mpmc_enqueue(w->g->w[target]->inbox, &obj, 1, true)) {
 		w->st.steered_out++;
+		wake(w->g->w[target]);
 		return;
 	}
 	if (w->nstash == STASH_MAX) {
@@ -202,9 +270,12 @@ static bool stash_flush(struct rxp_worker *w)
 	for (; i < w->nstash; i++) {
 		void *obj = w->stash[i];
 
-		if (!rxp_mpmc_enqueue(w->g->w[target_of(w, w->stash[i])]->inbox, &obj, 1, true))
+		struct rxp_worker *t = w->g->w[target_of(w, w->stash[i])];
+
+		if (!rxp_mpmc_enqueue(t->inbox, &obj, 1, true))
 			break;
 		w->st.steered_out++;
+		wake(t);
 	}
 	for (; i < w->nstash; i++)
 		w->stash[j++] = w->stash[i];
@@ -305,6 +376,8 @@ static void worker_free(struct rxp_worker *w)
 	if (w->net.defrag)
 		rxp_net_fini(&w->net);
 	free(w->inbox);
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
 	free(w);
 }
 
@@ -338,17 +411,21 @@ struct rxp_worker_group *rxp_worker_group_create(const struct rxp_worker_config 
 		if (!w)
 			goto fail;
 		memset(w, 0, sizeof(*w));
+		w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		g->w[i] = w;
 		w->g = g;
 		w->id = i;
 		w->nq = nq > i ? (nq - i + g->n - 1) / g->n : 0;
 		w->inbox = rxp_mpmc_create(g->cfg.inbox);
-		if (!w->inbox || rxp_net_init(&w->net, &g->cfg.defrag))
+		if (!w->inbox || w->wake_fd < 0 || rxp_net_init(&w->net, &g->cfg.defrag))
 			goto fail;
 		if (g->cfg.tipc && rxp_udp_bind(&w->net, RXP_TIPC_UDP_PORT, on_tipc_udp, w))
 			goto fail;
 		if (rxp_udp_bind(&w->net, 0, on_udp, w))
 			goto fail;
+		w->net.other_fn = on_other;
+		w->net.other_arg = w;
+		w->net.udp_csum = g->cfg.udp_csum;
 		g->with_queues += w->nq > 0;
 	}
 	return g;
@@ -384,12 +461,58 @@ struct run_arg {
 	unsigned expected;
 };
 
+/* Whether a worker may sleep: its queues that are still open all have a
+ * descriptor to wake it (live sockets), or it polls none that are open. A
+ * sim or pcap queue always has input until it ends: it is polled. */
+static bool can_sleep(struct rxp_worker *w)
+{
+	struct rxp_dev *d = w->g->cfg.dev;
+
+	for (unsigned idx = 0; idx < w->nq; idx++)
+		if (!(w->qdone & (1u << idx)) && rxp_dev_poll_fd(d, w->id + idx * w->g->n) < 0)
+			return false;
+	return true;
+}
+
+/* Sleep until a queue has input, a packet was steered here, or SLEEP_MS
+ * (timers, the group's end). */
+static void idle_sleep(struct rxp_worker *w)
+{
+	struct pollfd pf[33];
+	unsigned n = 0;
+
+	if (!can_sleep(w)) {
+		sched_yield();
+		return;
+	}
+	for (unsigned idx = 0; idx < w->nq && n < 32; idx++)
+		if (!(w->qdone & (1u << idx))) {
+			pf[n].fd = rxp_dev_poll_fd(w->g->cfg.dev, w->id + idx * w->g->n);
+			pf[n++].events = POLLIN;
+		}
+	pf[n].fd = w->wake_fd;
+	pf[n++].events = POLLIN;
+	atomic_store(&w->sleeping, true);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (rxp_mpmc_count(w->inbox) == 0 && !w->nstash) {
+		w->st.sleeps++;
+		(void)poll(pf, n, SLEEP_MS);
+	}
+	atomic_store(&w->sleeping, false);
+	if (pf[n - 1].revents & POLLIN) {
+		uint64_t v;
+
+		(void)!read(w->wake_fd, &v, sizeof(v));
+	}
+}
+
 static void *run_thread(void *a)
 {
 	struct run_arg *ra = a;
 	struct rxp_worker *w = ra->w;
 	struct rxp_worker_group *g = w->g;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t idle_since = 0;
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
@@ -407,12 +530,16 @@ static void *run_thread(void *a)
 
 		if (n == -ENODATA)
 			break;
-		if (n == 0) {
-			if (w->nq && !w->input_done)
-				rxp_dev_wait(g->cfg.dev, w->id, 1);
-			else
-				sched_yield();
+		if (n > 0) {
+			idle_since = 0;
+			continue;
 		}
+		if (!idle_since)
+			idle_since = mono_ns();
+		else if (mono_ns() - idle_since >= BUSY_POLL_NS)
+			idle_sleep(w);
+		else if (!can_sleep(w))
+			sched_yield();
 	}
 	/* Hand back what this thread still holds before it goes. */
 	rxp_pktpool_drain_deferred(g->cfg.pp);

@@ -4,8 +4,11 @@
  * Three producers feed one frame stream, picked per frame by a seeded PRNG:
  * two UDP generators (standard MTU, jumbo) and a TIPC sender that builds
  * IPv4/UDP datagrams with the TIPC layer's own bundling and fragmentation.
- * Faults are applied to the chosen frame: dropped, or followed by a
- * duplicate or an overlapping twin. Frames waiting to be emitted sit in a
+ * Only faults that need IP knowledge are made here, on IP fragments: a
+ * fragment delayed past the next frame, followed by a duplicate, or
+ * followed by an overlapping twin. Frame faults (loss, zero-length
+ * descriptors, reordering of any frame) belong to the fault wrapper
+ * (rxp_fault_wrap), which `rxpath run` puts over the sim NIC. Frames waiting to be emitted sit in a
  * small FIFO; the TIPC sender's packets come from a private pool and are
  * copied out as frames, so the source holds no packet between calls except
  * its own queue, which close() frees.
@@ -65,8 +68,6 @@ void rxp_workload_defaults(struct rxp_workload_config *c)
 		c->jumbo_pct = 10;
 	if (!c->tipc_pct)
 		c->tipc_pct = 20;
-	if (c->loss == 0)
-		c->loss = 0.001;
 	if (c->dup_frag == 0)
 		c->dup_frag = 0.001;
 	if (c->overlap_frag == 0)
@@ -75,8 +76,6 @@ void rxp_workload_defaults(struct rxp_workload_config *c)
 		c->reorder = 0.01;
 	if (c->reorder < 0)
 		c->reorder = 0;
-	if (c->loss < 0)
-		c->loss = 0;
 	if (c->dup_frag < 0)
 		c->dup_frag = 0;
 	if (c->overlap_frag < 0)
@@ -218,8 +217,6 @@ static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 			rc = rxp_gen_next(w->std, buf, cap, len);
 		if (rc)
 			return rc;
-		if (pick < w->cfg.tipc_pct && chance(w, w->cfg.loss))
-			continue; /* the generators apply their own loss */
 		if (is_fragment(buf, *len)) {
 			struct frame *t;
 
@@ -286,9 +283,10 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 			.max_payload = 65000,
 			.ipv6_pct = cfg.ipv6_pct,
 			.mtu = 1500,
-			.loss = cfg.loss,
 			.flows = 64,
 			.dport = cfg.udp_port,
+			.in_flight = cfg.in_flight,
+			.shuffle = cfg.shuffle,
 		};
 		struct rxp_gen_config j = g;
 
@@ -297,6 +295,8 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 		j.max_payload = 8900;
 		j.mtu = 9000;
 		j.flows = 16;
+		j.in_flight = 0;
+		j.shuffle = false;
 		w->std = rxp_gen_create(&g);
 		w->jumbo = rxp_gen_create(&j);
 	}

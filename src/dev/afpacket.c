@@ -159,6 +159,13 @@ static int ap_wait(struct rxp_dev *d, unsigned qi, int ms)
 	return poll(&p, 1, ms) < 0 ? -errno : 1;
 }
 
+static int ap_poll_fd(struct rxp_dev *d, unsigned qi)
+{
+	struct afpacket *ap = (struct afpacket *)d;
+
+	return qi < d->nqueues ? ap->q[qi].fd : -1;
+}
+
 /* Consumes every packet. */
 static unsigned ap_tx(struct rxp_dev *d, unsigned qi, struct rxp_pkt **pkts, unsigned n)
 {
@@ -225,6 +232,7 @@ static const struct rxp_dev_ops ap_ops = {
 	.rx_burst = ap_rx,
 	.tx_burst = ap_tx,
 	.wait = ap_wait,
+	.poll_fd = ap_poll_fd,
 	.get_stats = ap_stats,
 	.close = ap_close,
 };
@@ -263,7 +271,7 @@ struct rxp_dev *rxp_afpacket_open(const struct rxp_afpacket_config *cfg, struct 
 	}
 	return &ap->dev;
 fail:
-	rxp_log(RXP_LOG_ERR, "afpacket %s: %s", cfg->ifname, strerror(-rc));
+	rxp_log(RXP_LOG_ERR, "AF_PACKET: %s", strerror(-rc));
 	ap_close(&ap->dev);
 	errno = -rc;
 	return NULL;

@@ -63,7 +63,11 @@ static int xdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
 	char buf[256];
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	rxp_log(level == LIBXDP_WARN ? RXP_LOG_WARN : RXP_LOG_DEBUG, "libxdp: %s", buf);
+	buf[strcspn(buf, "\n")] = 0;
+	/* libxdp's warnings describe what it tries and gives up on (a missing
+	 * bpffs, a mode the driver lacks); the open's own error says what
+	 * failed. Information, not warnings, for the application. */
+	rxp_log(level == LIBXDP_WARN ? RXP_LOG_INFO : RXP_LOG_DEBUG, "libxdp: %s", buf);
 	return 0;
 }
 
@@ -72,7 +76,8 @@ static int bpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 	char buf[256];
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	rxp_log(level == LIBBPF_WARN ? RXP_LOG_WARN : RXP_LOG_DEBUG, "libbpf: %s", buf);
+	buf[strcspn(buf, "\n")] = 0;
+	rxp_log(level == LIBBPF_WARN ? RXP_LOG_INFO : RXP_LOG_DEBUG, "libbpf: %s", buf);
 	return 0;
 }
 
@@ -179,6 +184,13 @@ static int ax_wait(struct rxp_dev *d, unsigned qi, int ms)
 	return poll(&p, 1, ms) < 0 ? -errno : 1;
 }
 
+static int ax_poll_fd(struct rxp_dev *d, unsigned qi)
+{
+	struct afxdp *ax = (struct afxdp *)d;
+
+	return qi < d->nqueues && ax->q[qi].xsk ? xsk_socket__fd(ax->q[qi].xsk) : -1;
+}
+
 /* Consumes every packet: each is copied into a UMEM frame. */
 static unsigned ax_tx(struct rxp_dev *d, unsigned qi, struct rxp_pkt **pkts, unsigned n)
 {
@@ -277,6 +289,7 @@ static const struct rxp_dev_ops ax_ops = {
 	.rx_burst = ax_rx,
 	.tx_burst = ax_tx,
 	.wait = ax_wait,
+	.poll_fd = ax_poll_fd,
 	.get_stats = ax_stats,
 	.close = ax_close,
 };
@@ -354,7 +367,8 @@ struct rxp_dev *rxp_afxdp_open(const struct rxp_afxdp_config *cfg, struct rxp_pk
 			break;
 	}
 	if (rc) {
-		rxp_log(RXP_LOG_ERR, "afxdp %s: %s", cfg->ifname, strerror(-rc));
+		rxp_log(RXP_LOG_ERR, "AF_XDP%s: %s", cfg->zero_copy ? " zero-copy" : "",
+			strerror(-rc));
 		ax_close(&ax->dev);
 		errno = -rc;
 		return NULL;

@@ -17,6 +17,13 @@ int rxp_dev_wait(struct rxp_dev *d, unsigned q, int timeout_ms)
 	return d->ops->wait ? d->ops->wait(d, q, timeout_ms) : 0;
 }
 
+int rxp_dev_poll_fd(struct rxp_dev *d, unsigned q)
+{
+	while (d && !d->ops->poll_fd)
+		d = d->inner;
+	return d ? d->ops->poll_fd(d, q) : -1;
+}
+
 int rxp_dev_set_xdp(struct rxp_dev *d, rxp_xdp_prog_fn prog, void *ctx)
 {
 	while (d && !d->ops->set_xdp)

@@ -1,6 +1,7 @@
 /*
  * The fault-injection wrapper: loss, duplication and reordering within a
- * window, on top of any device (smoltcp's FaultInjector, for rxp_dev).
+ * window, on top of any device (smoltcp's FaultInjector, for rxp_dev), and
+ * zero-length descriptors, which it has the ring device below write.
  *
  * Owns, per queue: a PRNG (deterministic from the seed and the queue) and the
  * window of held packets. Packets lost here are dropped with
@@ -179,12 +180,29 @@ struct rxp_dev *rxp_fault_wrap(struct rxp_dev *inner, const struct rxp_fault_con
 	/* Probabilities in [0, 1] (NaN fails every comparison, so is refused). */
 	if (cfg->reorder_window > WIN_MAX || !(cfg->loss >= 0 && cfg->loss <= 1) ||
 	    !(cfg->duplicate >= 0 && cfg->duplicate <= 1) ||
-	    !(cfg->tx_loss >= 0 && cfg->tx_loss <= 1)) {
+	    !(cfg->tx_loss >= 0 && cfg->tx_loss <= 1) ||
+	    !(cfg->zero_len >= 0 && cfg->zero_len < 1)) {
 		rxp_log(RXP_LOG_ERR,
-			"fault: probabilities must be in [0, 1], the window at most %u", WIN_MAX);
+			"fault: probabilities must be in [0, 1] (zl below 1), the window at most "
+			"%u",
+			WIN_MAX);
 		rxp_dev_close(inner);
 		errno = EINVAL;
 		return NULL;
+	}
+	if (cfg->zero_len > 0) {
+		struct rxp_dev *r = inner;
+		int rc;
+
+		while (r && !r->ops->set_rx_faults)
+			r = r->inner;
+		rc = r ? r->ops->set_rx_faults(r, cfg->zero_len, cfg->seed) : -EOPNOTSUPP;
+		if (rc) {
+			rxp_log(RXP_LOG_ERR, "fault: zl needs a device with a receive ring (sim)");
+			rxp_dev_close(inner);
+			errno = -rc;
+			return NULL;
+		}
 	}
 	f = calloc(1, sizeof(*f) + inner->nqueues * sizeof(f->q[0]));
 	if (!f) {

@@ -7,10 +7,11 @@
  *            | "afpacket:" IF ["," kv]...   |  "afxdp:" IF ["," kv]...
  *   wrapper := "fault:" kv ("," kv)...      |  "capture:" PATH
  *
- * sim keys: queues ring buf page pages seed zl hw_burst count min max v6 mtu
- * loss flows dport inflight shuffle replay=PATH (pages: page-pool pages per
- * queue); afpacket/afxdp keys: queues; fault keys: seed
- * loss dup reorder tx_loss. Wrappers apply left to right outermost first:
+ * sim keys: queues ring buf page pages seed hw_burst count min max v6 mtu
+ * loss flows dport inflight shuffle replay=PATH src=NAME (pages: page-pool
+ * pages per queue; src: an application's source, rxp_dev_open_with);
+ * afpacket/afxdp keys: queues; fault keys: seed loss dup reorder zl
+ * tx_loss. Wrappers apply left to right outermost first:
  * "capture:x.pcap+fault:loss=0.1+sim" captures what the fault injector
  * delivers. Owns nothing after returning: the device owns the copies.
  */
@@ -50,7 +51,12 @@ static int num(const char *v, double *out)
 	return errno || end == v || *end ? -1 : 0;
 }
 
-static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp)
+struct open_ctx {
+	const struct rxp_dev_source *src;
+	unsigned nsrc;
+};
+
+static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp, const struct open_ctx *ctx)
 {
 	struct rxp_gen_config gc = {.count = 100000};
 	struct rxp_sim_config sc = {.gen = &gc};
@@ -61,6 +67,21 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp)
 	while ((rc = kv_next(&args, &k, &v)) > 0) {
 		if (!strcmp(k, "replay")) {
 			sc.pcap_path = v;
+			sc.gen = NULL;
+			continue;
+		}
+		if (!strcmp(k, "src")) {
+			unsigned i;
+
+			for (i = 0; i < ctx->nsrc && strcmp(ctx->src[i].name, v); i++)
+				;
+			if (i == ctx->nsrc) {
+				rxp_log(RXP_LOG_ERR, "sim: no source '%s'", v);
+				errno = EINVAL;
+				return NULL;
+			}
+			sc.src_open = ctx->src[i].open;
+			sc.src_arg = ctx->src[i].arg;
 			sc.gen = NULL;
 			continue;
 		}
@@ -80,8 +101,6 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp)
 			sc.n_pages = (uint32_t)x;
 		else if (!strcmp(k, "seed"))
 			sc.seed = gc.seed = (uint64_t)x;
-		else if (!strcmp(k, "zl"))
-			sc.zero_len_rate = x;
 		else if (!strcmp(k, "hw_burst"))
 			sc.hw_burst = (unsigned)x;
 		else if (!strcmp(k, "count"))
@@ -134,7 +153,7 @@ static int iface_args(char *args, const char **ifname, unsigned *nq)
 	return rc < 0 || !**ifname ? -1 : 0;
 }
 
-static struct rxp_dev *open_device(char *s, struct rxp_pktpool *pp)
+static struct rxp_dev *open_device(char *s, struct rxp_pktpool *pp, const struct open_ctx *ctx)
 {
 	char *args = strchr(s, ':');
 	unsigned nq = 1;
@@ -142,7 +161,7 @@ static struct rxp_dev *open_device(char *s, struct rxp_pktpool *pp)
 	if (args)
 		*args++ = 0;
 	if (!strcmp(s, "sim"))
-		return open_sim(args, pp);
+		return open_sim(args, pp, ctx);
 	if (args && !strcmp(s, "pcap"))
 		return rxp_pcap_open(args, pp);
 	if (args && !strcmp(s, "afpacket")) {
@@ -194,6 +213,8 @@ static struct rxp_dev *wrap(char *w, struct rxp_dev *inner)
 			fc.reorder_window = (unsigned)x;
 		else if (!strcmp(k, "tx_loss"))
 			fc.tx_loss = x;
+		else if (!strcmp(k, "zl"))
+			fc.zero_len = x;
 		else
 			goto bad;
 	}
@@ -209,6 +230,13 @@ bad:
 
 struct rxp_dev *rxp_dev_open(const char *spec, struct rxp_pktpool *pp)
 {
+	return rxp_dev_open_with(spec, pp, NULL, 0);
+}
+
+struct rxp_dev *rxp_dev_open_with(const char *spec, struct rxp_pktpool *pp,
+				  const struct rxp_dev_source *src, unsigned nsrc)
+{
+	struct open_ctx ctx = {.src = src, .nsrc = src ? nsrc : 0};
 	char *s = spec ? strdup(spec) : NULL, *parts[16], *p;
 	unsigned n = 0;
 	struct rxp_dev *d;
@@ -219,18 +247,26 @@ struct rxp_dev *rxp_dev_open(const char *spec, struct rxp_pktpool *pp)
 		errno = EINVAL;
 		return NULL;
 	}
-	for (p = s; p && n < 16; n++) {
-		parts[n] = p;
-		p = strchr(p, '+');
-		if (p)
-			*p++ = 0;
+	/* Wrappers are the parts that start with a wrapper's name; the rest,
+	 * '+' included, is the device (a capture's path may hold one). */
+	for (p = s; n < 15 && (!strncmp(p, "fault:", 6) || !strncmp(p, "capture:", 8));) {
+		char *e = strchr(p, '+');
+
+		if (!e)
+			break;
+		*e = 0;
+		parts[n++] = p;
+		p = e + 1;
 	}
-	if (p) { /* more than 16 parts */
+	parts[n++] = p;
+	if (!strncmp(p, "fault:", 6) || !strncmp(p, "capture:", 8)) {
+		rxp_log(RXP_LOG_ERR,
+			"spec '%s': a wrapper needs a device after it (WRAPPER+DEVICE)", spec);
 		free(s);
 		errno = EINVAL;
 		return NULL;
 	}
-	d = open_device(parts[n - 1], pp);
+	d = open_device(parts[n - 1], pp, &ctx);
 	for (unsigned i = n - 1; d && i-- > 0;)
 		d = wrap(parts[i], d);
 	err = errno;

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rxpath/dev.h"
 #include "rxpath/log.h"
@@ -30,15 +31,30 @@
 
 enum l2kind { L2_ETH, L2_RAW, L2_SLL };
 
+/* Open a capture: the file with fopen, so that a missing or unreadable
+ * file fails with its own errno (libpcap would report its text only), then
+ * libpcap on the stream. "-" is standard input. The error logged names the
+ * cause, not the path (the caller knows it). */
 static int open_offline(const char *path, pcap_t **out, enum l2kind *kind)
 {
 	char err[PCAP_ERRBUF_SIZE];
-	pcap_t *p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, err);
+	struct stat st;
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	pcap_t *p;
 	int dlt;
 
+	if (!f)
+		return -errno;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return -EISDIR;
+	}
+	p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, err);
 	if (!p) {
-		rxp_log(RXP_LOG_ERR, "pcap %s: %s", path, err);
-		return -ENOENT;
+		if (f != stdin)
+			fclose(f);
+		rxp_log(RXP_LOG_ERR, "not a pcap or pcapng capture (%s)", err);
+		return -EINVAL;
 	}
 	dlt = pcap_datalink(p);
 	switch (dlt) {
@@ -54,7 +70,9 @@ static int open_offline(const char *path, pcap_t **out, enum l2kind *kind)
 		*kind = L2_SLL;
 		break;
 	default:
-		rxp_log(RXP_LOG_ERR, "pcap %s: link type %d not supported", path, dlt);
+		rxp_log(RXP_LOG_ERR,
+			"link type %d (%s) not supported: Ethernet, raw IP and SLL are", dlt,
+			pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
 		pcap_close(p);
 		return -EPROTONOSUPPORT;
 	}
@@ -84,6 +102,7 @@ struct pcapdev {
 	enum l2kind kind;
 	bool eof;
 	uint64_t rx_packets, rx_bytes, dropped, tx_packets;
+	uint64_t first_ns, last_ns;
 };
 
 static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
@@ -118,6 +137,9 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 		}
 		memcpy(rxp_pkt_put(pkt, len), data + skip, len);
 		pkt->tstamp_ns = ts_ns(h);
+		if (!pd->rx_packets)
+			pd->first_ns = pkt->tstamp_ns;
+		pd->last_ns = pkt->tstamp_ns;
 		rxp_dev_classify(pkt, pd->kind == L2_ETH);
 		if (pd->kind == L2_SLL && len) {
 			/* Cooked: the protocol is in the SLL header. */
@@ -153,6 +175,8 @@ static void pcapdev_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 	st->rx_bytes += pd->rx_bytes;
 	st->rx_dropped += pd->dropped;
 	st->tx_packets += pd->tx_packets;
+	st->first_tstamp_ns = pd->first_ns;
+	st->last_tstamp_ns = pd->last_ns;
 }
 
 static uint64_t pcapdev_close(struct rxp_dev *d)
@@ -286,6 +310,8 @@ struct rxp_pcap_writer {
 struct rxp_pcap_writer *rxp_pcap_writer_open(const char *path, bool raw_ip)
 {
 	struct rxp_pcap_writer *w = calloc(1, sizeof(*w));
+	FILE *f;
+	int err;
 
 	if (!w)
 		return NULL;
@@ -296,12 +322,19 @@ struct rxp_pcap_writer *rxp_pcap_writer_open(const char *path, bool raw_ip)
 		errno = ENOMEM;
 		return NULL;
 	}
-	w->d = pcap_dump_open(w->dead, path);
+	/* Our own fopen, so that the failure keeps its errno ("-": stdout). */
+	f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+	w->d = f ? pcap_dump_fopen(w->dead, f) : NULL;
 	if (!w->d) {
-		rxp_log(RXP_LOG_ERR, "pcap writer %s: %s", path, pcap_geterr(w->dead));
+		err = f ? EIO : errno;
+		if (f) {
+			rxp_log(RXP_LOG_ERR, "%s", pcap_geterr(w->dead));
+			if (f != stdout)
+				fclose(f);
+		}
 		pcap_close(w->dead);
 		free(w);
-		errno = EIO;
+		errno = err;
 		return NULL;
 	}
 	pthread_mutex_init(&w->lock, NULL);

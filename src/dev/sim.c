@@ -27,7 +27,7 @@ struct simq {
 	uint32_t len, rss;
 	uint64_t s; /* zero-length PRNG */
 	uint64_t pending; /* frames written, not yet cleaned */
-	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes, offered;
 	uint8_t buf[RXP_GEN_FRAME_MAX + 64];
 };
 
@@ -99,6 +99,7 @@ static void hw_rx(struct sim *s, struct simq *sq, unsigned q, unsigned n)
 			sq->eof = true;
 			break;
 		}
+		sq->offered++;
 		rc = rxp_rxring_hw_write(sq->ring, sq->buf, sq->len, sq->rss,
 					 zl_mask(s, sq, sq->len));
 		if (rc == 0)
@@ -171,6 +172,7 @@ static void sim_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 		rxp_page_pool_get_stats(rxp_rxring_page_pool(sq->ring), &p);
 		st->rx_packets += sq->rx_packets;
 		st->rx_bytes += sq->rx_bytes;
+		st->rx_offered += sq->offered;
 		st->tx_packets += sq->tx_packets;
 		st->tx_bytes += sq->tx_bytes;
 		st->rx_no_buffer += r.rx_no_buffer;
@@ -213,8 +215,23 @@ static uint64_t sim_close(struct rxp_dev *d)
 	return out;
 }
 
+/* The fault wrapper's zero-length descriptors (rxp_fault_config.zero_len):
+ * a property of the hardware side, so it is set here, before traffic. */
+static int sim_set_rx_faults(struct rxp_dev *d, double rate, uint64_t seed)
+{
+	struct sim *s = (struct sim *)d;
+
+	if (!(rate >= 0 && rate < 1))
+		return -EINVAL;
+	s->zl_thresh = (uint32_t)(rate * 4294967296.0);
+	for (unsigned q = 0; q < d->nqueues; q++)
+		s->q[q]->s = seed ^ (0x51u + q);
+	return 0;
+}
+
 static const struct rxp_dev_ops sim_ops = {
 	.kind = "sim",
+	.set_rx_faults = sim_set_rx_faults,
 	.rx_burst = sim_rx_burst,
 	.tx_burst = sim_tx_burst,
 	.set_xdp = sim_set_xdp,

@@ -197,6 +197,45 @@ static uint32_t pseudo_sum(const struct rxp_pkt *pkt, bool v6, uint32_t ulen)
 				s);
 }
 
+/* The checksum of a UDP datagram under the net's mode (see net.h). */
+static bool udp_csum_ok(struct rxp_net *n, const struct rxp_pkt *pkt, const struct rxp_udphdr *uh,
+			uint32_t off, uint32_t ulen, bool v6)
+{
+	struct rxp_udp_stats *u = &n->udp;
+	uint32_t ps;
+	int64_t sum;
+	uint16_t partial;
+	bool ok;
+
+	if (n->udp_csum == RXP_UDP_CSUM_SKIP || u->csum_auto_off) {
+		u->InCsumUnchecked++;
+		return true;
+	}
+	ps = pseudo_sum(pkt, v6, ulen);
+	sum = rxp_pkt_csum(pkt, off, ulen, ps);
+	ok = sum >= 0 && rxp_csum_fold((uint32_t)sum) == 0 && !(v6 && !uh->check);
+	if (n->udp_csum != RXP_UDP_CSUM_AUTO)
+		return ok;
+	/* Offloaded: the field holds the pseudo-header's folded sum, not
+	 * complemented (what the stack leaves for the NIC to finish). */
+	partial = (uint16_t)~rxp_csum_fold(ps);
+	if (!ok && uh->check == partial) {
+		u->InCsumOffload++;
+		return true;
+	}
+	if (u->csum_sampled < RXP_UDP_CSUM_SAMPLE) {
+		u->csum_sample_bad += !ok;
+		if (++u->csum_sampled == RXP_UDP_CSUM_SAMPLE &&
+		    u->csum_sample_bad * RXP_UDP_CSUM_BAD_RATIO > RXP_UDP_CSUM_SAMPLE)
+			u->csum_auto_off = 1;
+	}
+	if (!ok && u->csum_auto_off) {
+		u->InCsumUnchecked++;
+		return true;
+	}
+	return ok;
+}
+
 void rxp_udp_rcv(struct rxp_net *n, struct rxp_pkt *pkt)
 {
 	uint8_t vbuf, proto;
@@ -207,7 +246,6 @@ void rxp_udp_rcv(struct rxp_net *n, struct rxp_pkt *pkt)
 	const struct rxp_udphdr *uh;
 	uint32_t off, ulen;
 	uint16_t dport;
-	int64_t sum;
 
 	if (v6) {
 		if (ipv6_upper(pkt, &off, &proto)) {
@@ -228,6 +266,11 @@ void rxp_udp_rcv(struct rxp_net *n, struct rxp_pkt *pkt)
 		proto = ip->protocol;
 	}
 	if (proto != RXP_IPPROTO_UDP) {
+		if (n->other_fn) {
+			ips->InDelivers++;
+			n->other_fn(n->other_arg, pkt, proto, off);
+			return;
+		}
 		ips->InUnknownProtos++;
 		rxp_pkt_drop(pkt, RXP_DROP_IP_PROTO);
 		return;
@@ -240,14 +283,11 @@ void rxp_udp_rcv(struct rxp_net *n, struct rxp_pkt *pkt)
 		rxp_pkt_drop(pkt, RXP_DROP_UDP_HDR);
 		return;
 	}
-	if (uh->check || v6) {
-		sum = rxp_pkt_csum(pkt, off, ulen, pseudo_sum(pkt, v6, ulen));
-		if (sum < 0 || rxp_csum_fold((uint32_t)sum) != 0 || (v6 && !uh->check)) {
-			n->udp.InCsumErrors++;
-			n->udp.InErrors++;
-			rxp_pkt_drop(pkt, RXP_DROP_UDP_CSUM);
-			return;
-		}
+	if ((uh->check || v6) && !udp_csum_ok(n, pkt, uh, off, ulen, v6)) {
+		n->udp.InCsumErrors++;
+		n->udp.InErrors++;
+		rxp_pkt_drop(pkt, RXP_DROP_UDP_CSUM);
+		return;
 	}
 	dport = ntohs(uh->dest);
 	if (off + ulen < pkt->len)

@@ -631,8 +631,8 @@ static void test_dev_open_spec(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	snprintf(spec, sizeof(spec),
-		 "capture:%s+fault:loss=0.05,dup=0.05,reorder=4,seed=2+sim:queues=2,count=500,"
-		 "max=3000,v6=50,zl=0.02,seed=4",
+		 "capture:%s+fault:loss=0.05,dup=0.05,reorder=4,zl=0.02,seed=2+sim:queues=2,"
+		 "count=500,max=3000,v6=50,seed=4",
 		 path);
 	d = rxp_dev_open(spec, pp);
 	assert_non_null(d);
@@ -641,6 +641,7 @@ static void test_dev_open_spec(void **state)
 	rxp_dev_get_stats(d, &st);
 	assert_int_equal(st.captured, n);
 	assert_true(st.fault_lost > 0 && st.fault_duplicated > 0);
+	assert_true(st.zero_len_descs > 0); /* the fault wrapper's zl, written by the sim */
 	assert_int_equal(rxp_dev_close(d), 0);
 	snprintf(spec, sizeof(spec), "pcap:%s", path);
 	d = rxp_dev_open(spec, pp);

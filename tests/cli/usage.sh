@@ -1,0 +1,218 @@
+#!/bin/bash
+# Every subcommand as a well-made Unix tool (issue #18): each bad usage
+# exits 2 with one line "rxpath CMD: ..." on stderr and nothing on stdout;
+# --help goes to stdout with exit 0; error messages carry the real cause
+# and the path once; JSON summaries validate against docs/*.schema.json and
+# every drop reason of include/rxpath/drop.h is documented there and in the
+# man page; capture writes every frame of a 1-, 2- and 4-queue sim device,
+# and with --write - nothing but the capture reaches stdout (read back by
+# tshark); run --pcap counts ARP/ICMP/NDP/TCP apart from drops, takes rates
+# from the capture's span, writes --write in time order and accepts
+# offloaded UDP checksums in auto mode only.
+# Needs no root; exits 77 when tshark, capinfos or scapy/jsonschema in
+# /usr/bin/python3 are missing.
+set -u
+SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+RXPATH=${RXPATH:-$SRC/build/release/rxpath}
+PY=/usr/bin/python3
+for t in tshark capinfos; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
+$PY -c 'import scapy, jsonschema' 2>/dev/null || { echo "SKIP: scapy or jsonschema missing in $PY"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+ok() { echo "ok: $*"; }
+
+# usage CMD-NAME ARGS...: exit 2, one line "rxpath NAME: ..." on stderr, empty stdout
+usage() {
+	local name=$1
+	shift
+	timeout 20 "$RXPATH" "$@" >out 2>err </dev/null
+	local rc=$?
+	if [ $rc -eq 2 ] && [ ! -s out ] && [ "$(wc -l <err)" -eq 1 ] && grep -q "^rxpath $name: " err; then
+		ok "$* -> 2: $(cat err)"
+	else
+		bad "$*: rc $rc, stdout $(wc -c <out) bytes, stderr:"; cat err
+	fi
+}
+usage run run -n -5
+usage run run -n 0
+usage run run -n 99999999999999999999999
+usage run run --mem-limit -1
+usage run run --workers 0
+usage run run --duration -1
+usage run run --seed x
+usage run run --udp-csum maybe
+usage run run --bogus
+usage run run extra
+usage run run --pcap a.pcap --iface lo
+usage run run --frames
+usage capture capture --dev sim:count=10 --write x.pcap --count abc
+usage capture capture --dev sim:count=10 --write x.pcap --mode bogus
+usage capture capture --dev sim:count=10 --write x.pcap --idle-ms -5
+usage capture capture --dev sim:count=10 --write x.pcap --count -1
+usage capture capture --dev sim:count=10 --write x.pcap extra
+usage capture capture --dev sim:count=10
+usage capture capture --dev sim:count=10 --write x.pcap --queues 65
+usage tipc tipc pcap x.pcap --bogus
+usage tipc tipc pcap x.pcap extra
+usage tipc tipc pcap x.pcap --mtu abc
+usage tipc tipc
+usage tipc tipc write x.pcap
+usage bench bench bogus
+[ -e bench ] && bad "bench bogus created bench/" || ok "bench bogus created nothing"
+usage bench bench --out
+usage fragsend fragsend --if lo
+usage fragsend fragsend --size abc --if lo --src 10.0.0.1 --dst 10.0.0.2 --dmac 00:00:00:00:00:01
+usage defrag defrag --mem-limit -1 a b
+timeout 5 "$RXPATH" >out 2>err; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && ok "no command -> 2" || bad "no command: rc $rc"
+timeout 5 "$RXPATH" nosuch >out 2>err; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && grep -q "unknown command 'nosuch'" err &&
+	ok "unknown command -> 2" || bad "unknown command: rc $rc"
+
+# --help: stdout, exit 0, nothing on stderr, for every command
+for c in "" run defrag capture tipc bench fragsend; do
+	timeout 5 "$RXPATH" $c --help >out 2>err
+	rc=$?
+	if [ $rc -eq 0 ] && [ -s out ] && [ ! -s err ] && grep -q "usage: rxpath" out; then
+		ok "rxpath $c --help"
+	else bad "rxpath $c --help: rc $rc"; fi
+done
+timeout 5 "$RXPATH" help capture >out 2>err && grep -q "rxpath capture" out && ok "rxpath help capture" ||
+	bad "rxpath help capture"
+
+# error messages: the cause, the path once, one line, exit 2
+cause() { # expect-substring path-that-must-appear-once ARGS...
+	local want=$1 path=$2
+	shift 2
+	timeout 20 "$RXPATH" "$@" >out 2>err
+	local rc=$?
+	if [ $rc -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && grep -q "$want" err &&
+		[ "$(grep -o -F "$path" err | wc -l)" -eq 1 ]; then ok "$*: $(cat err)"
+	else bad "$*: rc $rc:"; cat err; fi
+}
+mkdir adir
+echo "not a capture" >notpcap
+cause "No such file or directory" /nonexistent.pcap run --pcap /nonexistent.pcap
+cause "Is a directory" adir run --pcap adir
+cause "not a pcap or pcapng capture" notpcap run --pcap notpcap
+cause "No such file or directory" /nonexistent/dir/x.pcap run -w 1 -n 100 --write /nonexistent/dir/x.pcap
+cause "No such file or directory" /nonexistent/x.pcap capture --dev sim:count=10 --write /nonexistent/x.pcap
+cause "No such file or directory" /nonexistent.pcap capture --read /nonexistent.pcap --write x.pcap
+cause "No such device" nosuch0 run --iface nosuch0 -d 1
+cause "No such file or directory" /nonexistent/t.pcap tipc pcap /nonexistent/t.pcap
+
+# capture: every frame of a multi-queue sim device, for 1, 2 and 4 queues
+for q in 1 2 4; do
+	"$RXPATH" capture --dev "sim:count=20000,max=4000,queues=$q,seed=3" --write "q$q.pcap" --json \
+		>"q$q.json" 2>err
+	rc=$?
+	n=$(capinfos -c -M "q$q.pcap" 2>/dev/null | awk '/Number of packets/ {print $NF}')
+	read -r fr wr of < <($PY -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["frames"], j["written"], j["offered"])' "q$q.json")
+	if [ $rc -eq 0 ] && [ "$n" = "$wr" ] && [ "$wr" = "$of" ] && [ "$fr" = "$of" ] && [ "$of" -gt 20000 ]; then
+		ok "capture $q queue(s): $n frames written of $of generated"
+	else bad "capture $q queue(s): rc $rc, file $n, json $fr/$wr/$of"; cat err; fi
+done
+[ "$(capinfos -c -M q1.pcap | tail -1)" = "$(capinfos -c -M q4.pcap | tail -1)" ] &&
+	ok "1 and 4 queues wrote the same number of frames" || bad "1 and 4 queues differ"
+
+# capture --write -: stdout carries the capture alone, tshark reads it
+"$RXPATH" capture --dev sim:count=500,seed=2 --write - 2>err >stdout.pcap
+rc=$?
+n=$(tshark -r stdout.pcap 2>/dev/null | wc -l)
+if [ $rc -eq 0 ] && [ "$n" -eq 500 ] && grep -q "^frames 500 written 500" err; then
+	ok "capture --write -: 500 frames through tshark, summary on stderr"
+else bad "capture --write -: rc $rc, tshark read $n"; cat err; fi
+
+# the JSON summaries validate against their schemas
+validate() { # schema json-file label
+	$PY - "$SRC/docs" "$1" "$2" <<'PY' && ok "$3 validates against $1" || bad "$3 does not validate against $1"
+import json, sys, jsonschema
+d, name, f = sys.argv[1:4]
+store = {n: json.load(open(f"{d}/{n}")) for n in ("drops.schema.json", "run.schema.json", "capture.schema.json")}
+res = jsonschema.RefResolver(base_uri="", referrer=store[name], store=store)
+jsonschema.validate(json.load(open(f)), store[name], resolver=res)
+PY
+}
+validate capture.schema.json q2.json "capture --json"
+"$RXPATH" run -w 2 -n 30000 -q --json >run.json 2>err || { bad "run -n 30000: rc $?"; cat err; }
+validate run.schema.json run.json "run --json (workload)"
+
+# every drop reason documented in the schema and the man page
+$PY - "$SRC" <<'PY' && ok "every drop reason is documented" || bad "drop reasons undocumented"
+import json, re, sys
+src = sys.argv[1]
+names = re.findall(r'X\(\w+, "(\w+)"\)', open(f"{src}/include/rxpath/drop.h").read())
+sch = json.load(open(f"{src}/docs/drops.schema.json"))["properties"]
+man = open(f"{src}/docs/rxpath.1").read().replace("\\-", "-").replace("\\_", "_")
+missing = [n for n in names if n not in sch or not sch[n].get("description")]
+unman = [n for n in names if not re.search(r"^\.B(R)? " + n + r"\b", man, re.M)]
+extra = [n for n in sch if n not in names]
+if missing or unman or extra or len(names) < 50:
+    print("schema lacks", missing, "man page lacks", unman, "schema has unknown", extra)
+    sys.exit(1)
+PY
+
+# run --pcap: not-for-us frames apart from drops, the capture's span,
+# --write in time order across workers, offloaded checksums (auto only)
+$PY - <<'PY' || { echo "FAIL: cannot make the capture"; exit 1; }
+from scapy.all import Ether, IP, IPv6, UDP, TCP, ICMP, ARP, Raw, ICMPv6ND_NS, fragment, wrpcap
+pk, t = [], 1700000000.0
+def add(p, dt=0.001):
+    global t
+    p.time = t; t += dt; pk.append(p)
+for i in range(200):  # fragmented datagrams from 8 sources: several workers
+    p = Ether() / IP(src=f"10.0.{i % 8}.1", dst="10.9.0.2", id=i) / UDP(sport=1000, dport=9) / Raw(bytes([i % 256]) * 3000)
+    for f in fragment(p, 1480):
+        add(f)
+add(Ether() / ARP())
+add(Ether() / IP(src="10.0.0.1", dst="10.9.0.2") / ICMP())
+add(Ether() / IPv6(src="fe80::1", dst="ff02::1") / ICMPv6ND_NS(tgt="fe80::2"))
+add(Ether() / IP(src="10.0.0.3", dst="10.9.0.2") / TCP() / Raw(b"y" * 100))
+wrpcap("mix.pcap", pk)
+# a sender's own capture under checksum offload: the field holds the
+# pseudo-header's sum only (what Linux leaves for the NIC)
+import struct
+def partial(src, dst, ulen):
+    s = sum(struct.unpack("!HHHH", bytes(map(int, src.split("."))) + bytes(map(int, dst.split(".")))))
+    s += 17 + ulen
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+off = []
+for i in range(20):
+    p = Ether() / IP(src="10.1.0.1", dst="10.1.0.2") / UDP(sport=5000, dport=9, chksum=partial("10.1.0.1", "10.1.0.2", 108)) / Raw(b"z" * 100)
+    p.time = 1700000100.0 + i
+    off.append(p)
+wrpcap("offload.pcap", off)
+PY
+"$RXPATH" run --pcap mix.pcap -w 4 -q --json --write w.pcap >p.json 2>err || { bad "run --pcap: rc $?"; cat err; }
+validate run.schema.json p.json "run --pcap --json"
+$PY - p.json <<'PY' && ok "run --pcap: ARP, ICMP, NDP, TCP counted apart; 200 datagrams; span from the capture" || bad "run --pcap counts"
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = j["not_for_us"]
+assert (n["arp"], n["not_ip"], n["icmp"], n["ndp"], n["tcp"]) == (1, 1, 1, 1, 1), n
+assert j["datagrams"] == 200 and j["drops"] == {}, (j["datagrams"], j["drops"])
+assert abs(j["capture_seconds"] - 0.603) < 0.01, j["capture_seconds"]
+PY
+n=$(tshark -r w.pcap -T fields -e frame.time_epoch 2>/dev/null | sort -c -g 2>&1 | wc -l)
+c=$(capinfos -c -M w.pcap | awk '/Number of packets/ {print $NF}')
+[ "$n" -eq 0 ] && [ "$c" -eq 200 ] && ok "run --write: 200 datagrams in time order from 4 workers" ||
+	bad "run --write: $c datagrams, order: $n complaints"
+"$RXPATH" run --pcap mix.pcap -w 1 -q >text 2>err
+grep -q "the capture spans 0.60" text && grep -q "in capture time" text && ok "text summary gives the span and both rates" ||
+	{ bad "text summary rates"; cat text; }
+"$RXPATH" run --pcap offload.pcap -w 1 -q --json >a.json 2>err
+"$RXPATH" run --pcap offload.pcap -w 1 -q --json --udp-csum check >c.json 2>err
+"$RXPATH" run --pcap offload.pcap -w 1 -q --json --udp-csum skip >s.json 2>err
+$PY - a.json c.json s.json <<'PY' && ok "offloaded checksums: accepted in auto, dropped in check, unchecked in skip" || bad "offloaded checksums"
+import json, sys
+a, c, s = (json.load(open(f)) for f in sys.argv[1:4])
+assert a["datagrams"] == 20 and a["udp"]["InCsumOffload"] == 20, a["udp"]
+assert c["datagrams"] == 0 and c["drops"].get("udp_bad_checksum") == 20, c["drops"]
+assert s["datagrams"] == 20 and s["udp"]["InCsumUnchecked"] == 20, s["udp"]
+PY
+exit $fail
