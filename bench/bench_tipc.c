@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/tipc.h"
 
 #define MTU 1500

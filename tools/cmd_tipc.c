@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
 

@@ -13,6 +13,10 @@
 #ifndef RXPATH_DROP_H
 #define RXPATH_DROP_H
 
+#include "rxpath/compiler.h"
+
+RXP_BEGIN_DECLS
+
 #define RXP_DROP_REASONS(X)                                   \
 	X(NOT_SPECIFIED, "not_specified")                     \
 	X(NOMEM, "nomem")                                     \
@@ -90,5 +94,7 @@ enum rxp_drop_reason {
 
 /* The stable, printable name of a reason ("frag_overlap"); "?" if out of range. */
 const char *rxp_drop_reason_name(unsigned reason);
+
+RXP_END_DECLS
 
 #endif

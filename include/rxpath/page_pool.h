@@ -25,7 +25,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/page.h"
+
+RXP_BEGIN_DECLS
 
 #define RXP_PP_CACHE_SIZE 128
 #define RXP_PP_REFILL 64
@@ -90,8 +93,10 @@ static inline void rxp_page_put_many(struct rxp_page *pg, uint32_t n)
 {
 	if (!n)
 		return;
-	if (atomic_fetch_sub_explicit(&pg->refcnt, n, memory_order_acq_rel) == n)
+	if (__atomic_fetch_sub(&pg->refcnt, n, __ATOMIC_ACQ_REL) == n)
 		pg->release(pg);
 }
+
+RXP_END_DECLS
 
 #endif

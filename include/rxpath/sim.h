@@ -25,7 +25,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/dev.h"
+
+RXP_BEGIN_DECLS
 
 #define RXP_GEN_HDR_LEN 16
 #define RXP_GEN_MAGIC 0x52585047u /* "RXPG" */
@@ -120,5 +123,7 @@ struct rxp_sim_config {
 struct rxp_dev *rxp_sim_open(const struct rxp_sim_config *cfg, struct rxp_pktpool *pp);
 /* The ring of queue q (stats, tests, benchmarks). */
 struct rxp_rxring *rxp_sim_ring(struct rxp_dev *sim, unsigned q);
+
+RXP_END_DECLS
 
 #endif

@@ -23,8 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/drop.h"
 #include "rxpath/pkt.h"
+
+RXP_BEGIN_DECLS
 
 /* Header sizes in bytes. */
 #define RXP_TIPC_SHORT_H_SIZE 24
@@ -342,5 +345,7 @@ uint32_t rxp_tipc_udp_tipc_mtu(const struct rxp_tipc_udp_peer *peer);
  * messages not yet sent are dropped and counted). */
 int rxp_tipc_udp_build(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer,
 		       struct rxp_pkt_queue *msgs, struct rxp_pkt_queue *out);
+
+RXP_END_DECLS
 
 #endif

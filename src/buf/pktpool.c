@@ -28,7 +28,7 @@ static void buf_init(void *obj, unsigned idx, void *arg)
 	struct rxp_page *pg = obj;
 
 	(void)idx;
-	atomic_init(&pg->refcnt, 0);
+	rxp_page_set_refcount(pg, 0);
 	pg->size = a->size;
 	pg->addr = (uint8_t *)obj + BUF_HDR;
 	pg->release = buf_release;
@@ -206,7 +206,7 @@ struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const ch
 	if (rxp_unlikely(!pg && p == pp->bufs))
 		pg = rxp_pool_get_at(pp->large, file, line); /* fall back to a large one */
 	if (pg)
-		atomic_store_explicit(&pg->refcnt, 1, memory_order_relaxed);
+		rxp_page_set_refcount(pg, 1);
 	return pg;
 }
 

@@ -25,7 +25,7 @@
 #include "rxpath/compiler.h"
 #include "rxpath/wire.h"
 #include "rxpath/worker.h"
-#include "buf/ring.h"
+#include "buf/mpmc.h"
 
 #define TIMER_PERIOD_NS 1000000ull /* reassembly expiry at most once a ms */
 #define STASH_MAX 256 /* >= the largest budget */
