@@ -218,7 +218,7 @@ void rxp_tipc_hdr_init(uint8_t *h, unsigned user, unsigned type, unsigned hsize,
 
 /*
  * Validation V1-V3 of a message at p with len bytes present (trailing bytes
- * beyond the size field are allowed). 0 or a drop reason:
+ * beyond the size field are allowed). RXP_DROP_NONE, or the drop reason
  * RXP_DROP_TIPC_HDR. Arithmetic is unsigned with explicit bounds (V5).
  */
 enum rxp_drop_reason rxp_tipc_validate(const uint8_t *p, size_t len);
@@ -226,7 +226,7 @@ enum rxp_drop_reason rxp_tipc_validate(const uint8_t *p, size_t len);
 enum rxp_drop_reason rxp_tipc_validate_pkt(const struct rxp_pkt *pkt);
 static inline bool rxp_tipc_valid(const uint8_t *p, size_t len)
 {
-	return rxp_tipc_validate(p, len) == 0;
+	return rxp_tipc_validate(p, len) == RXP_DROP_NONE;
 }
 
 /* ---- building messages (sender side) -------------------------------------- */

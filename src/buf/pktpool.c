@@ -184,7 +184,7 @@ unsigned rxp_pktpool_buf_size(const struct rxp_pktpool *pp)
 
 void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n)
 {
-	if ((unsigned)r >= RXP_DROP_MAX)
+	if ((unsigned)r - 1 >= RXP_DROP_MAX - 1) /* NONE or out of range */
 		r = RXP_DROP_NOT_SPECIFIED;
 	unsigned tid = rxp_thread_id();
 

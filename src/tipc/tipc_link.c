@@ -279,7 +279,7 @@ static void bundle_extract(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 	uint8_t buf[RXP_TIPC_INT_H_SIZE];
 	const uint8_t *h;
 	uint32_t pos, end = pkt->len, cnt = 0, msgcnt = 0;
-	enum rxp_drop_reason stop = 0;
+	enum rxp_drop_reason stop = RXP_DROP_NONE;
 
 	pos = rxp_tipc_hsize(pkt->data); /* V4: inner messages start at hsize */
 	if (pos >= RXP_TIPC_INT_H_SIZE) {
