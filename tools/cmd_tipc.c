@@ -167,7 +167,7 @@ static int cmd_tipc(int argc, char **argv)
 	       (unsigned long)l.st.packets, (unsigned long)l.st.bundles,
 	       (unsigned long)l.st.bundled_msgs, (unsigned long)l.st.fragments,
 	       (unsigned long)l.st.reassembled, delivered, (unsigned long)l.st.drops);
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
 	if (rxp_pktpool_destroy(pp)) {
 		fprintf(stderr, "rxpath tipc: leak\n");
 		return RXP_EXIT_FAIL;

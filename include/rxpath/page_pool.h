@@ -70,7 +70,6 @@ struct rxp_page *rxp_page_pool_alloc(struct rxp_page_pool *pp);
 
 void rxp_page_pool_get_stats(const struct rxp_page_pool *pp, struct rxp_page_pool_stats *st);
 uint64_t rxp_page_pool_outstanding(const struct rxp_page_pool *pp);
-uint32_t rxp_page_pool_page_size(const struct rxp_page_pool *pp);
 
 /* The backing store: n_pages * page_size bytes at *base, page-aligned (an
  * AF_XDP UMEM can be registered over it). */

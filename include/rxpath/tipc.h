@@ -306,9 +306,9 @@ struct rxp_tipc_link {
 };
 
 void rxp_tipc_link_init(struct rxp_tipc_link *l, struct rxp_pktpool *pp);
-/* Frees any partial message (R8). */
-void rxp_tipc_link_fini(struct rxp_tipc_link *l);
-/* Link reset: frees the partial message, counted as TIPC_LINK_RESET (R8). */
+/* Link reset: frees the partial message, counted as TIPC_LINK_RESET (R8).
+ * A link holds nothing else, so this is also its teardown: call it before
+ * the link is forgotten. The link stays usable (bindings kept). */
 void rxp_tipc_link_reset(struct rxp_tipc_link *l);
 /* Deliver data (users 0-3, CONN_MANAGER, GROUP_PROTOCOL) for destport to fn.
  * 0, -EEXIST (already bound) or -ENOSPC (RXP_TIPC_MAX_PORTS). */

@@ -168,11 +168,6 @@ void rxp_page_pool_set_owner(struct rxp_page_pool *pp)
 	pp->owner = rxp_thread_id();
 }
 
-uint32_t rxp_page_pool_page_size(const struct rxp_page_pool *pp)
-{
-	return pp->page_size;
-}
-
 void rxp_page_pool_mark_remote(struct rxp_page *pg)
 {
 	pg->priv |= PG_REMOTE;

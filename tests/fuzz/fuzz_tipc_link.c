@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rxp_tipc_link_rcv(&l, p);
 		pos += len;
 	}
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
 	if (rxp_pktpool_pkts_outstanding(pp) || rxp_pktpool_bufs_outstanding(pp))
 		abort(); /* a leak */
 	if (arena) {
