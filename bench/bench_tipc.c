@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/tipc.h"
 
 #define MTU 1500
@@ -124,7 +125,7 @@ static double run_extract(unsigned iters)
 	for (unsigned i = 0; i < iters; i++)
 		rxp_tipc_link_rcv(&l, rxp_pkt_clone(b)); /* shares the bundle's bytes */
 	t0 = bench_now_ns() - t0;
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
 	rxp_pkt_consume(b);
 	rxp_pkt_consume(m);
 	return (double)iters * c / ((double)t0 / 1e9);
@@ -170,7 +171,7 @@ static double run_frag(unsigned iters, uint32_t mtu, bool copy)
 	t0 = bench_now_ns() - t0;
 	if (l.st.reassembled != iters)
 		abort();
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
 	rxp_pkt_consume(msg);
 	return (double)bytes / (double)t0;
 }
@@ -310,7 +311,7 @@ static int callgrind_child(const char *variant, unsigned iters)
 		rxp_tipc_link_bind(&l, RXP_TIPC_PORT_ANY, sink, NULL);
 		for (unsigned i = 0; i < iters; i++)
 			bench_tipc_frag_one(&l, m, 1472);
-		rxp_tipc_link_fini(&l);
+		rxp_tipc_link_reset(&l);
 		rxp_pkt_consume(m);
 		/* "msgs" here counts fragments */
 		printf("msgs %llu\n", (unsigned long long)l.st.fragments);
@@ -330,7 +331,7 @@ static int callgrind_child(const char *variant, unsigned iters)
 		else
 			bench_tipc_library(&l, x);
 	}
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
 	rxp_pkt_consume(b);
 	rxp_pkt_consume(m);
 	printf("msgs %u\n", iters * c);

@@ -21,6 +21,7 @@
 #include "rxpath/ip_output.h"
 #include "rxpath/ipid.h"
 #include "rxpath/pkt.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/wire.h"
 
 struct fs_opts {
@@ -266,7 +267,7 @@ static int fragsend_main(int argc, char **argv)
 		uint32_t hl = len - o.size, chunk = (o.size + 15) / 16, off = hl;
 
 		memcpy(rxp_pkt_put(p, hl), dgram, hl);
-		atomic_init(&static_pg.refcnt, 1);
+		rxp_page_set_refcount(&static_pg, 1);
 		static_pg.addr = dgram;
 		static_pg.size = len;
 		static_pg.release = static_release;

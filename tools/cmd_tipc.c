@@ -24,6 +24,7 @@
 
 #include "cmd.h"
 #include "opt.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
 
@@ -233,7 +234,7 @@ static int cmd_tipc(int argc, char **argv)
 		(unsigned long)l.st.packets, (unsigned long)l.st.bundles,
 		(unsigned long)l.st.bundled_msgs, (unsigned long)l.st.fragments,
 		(unsigned long)l.st.reassembled, delivered, (unsigned long)l.st.drops);
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
 	if (rxp_pktpool_destroy(pp)) {
 		fprintf(stderr, "rxpath tipc: FAILED: packets leaked\n");
 		return RXP_EXIT_FAIL;

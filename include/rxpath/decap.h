@@ -39,6 +39,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
+
+RXP_BEGIN_DECLS
+
 #define RXP_LINKTYPE_NULL 0
 #define RXP_LINKTYPE_ETHERNET 1
 #define RXP_LINKTYPE_PPP 9
@@ -173,5 +177,7 @@ int rxp_decap_strip(struct rxp_decap *d, uint8_t *frame, uint8_t family);
 
 const char *rxp_decap_tunnel_name(enum rxp_tunnel_type t);
 const char *rxp_decap_layer_name(enum rxp_layer_type t);
+
+RXP_END_DECLS
 
 #endif

@@ -111,7 +111,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/pkt.h"
+#include "rxpath/pktpool.h"
+
+RXP_BEGIN_DECLS
 
 enum rxp_defrag_policy {
 	RXP_DEFRAG_STRICT = 0,
@@ -292,5 +296,7 @@ void rxp_defrag_pool_config(const struct rxp_defrag_config *cfg, unsigned margin
  * small buffer), at most RXP_DEFRAG_QUEUES_MAX: a max_queues that never
  * binds before memory does. */
 uint32_t rxp_defrag_queues_for_mem(uint64_t mem_limit);
+
+RXP_END_DECLS
 
 #endif

@@ -31,8 +31,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/pkt.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/ring.h"
+
+RXP_BEGIN_DECLS
 
 struct rxp_dev;
 struct rxp_src; /* a frame source (rxpath/sim.h) */
@@ -210,5 +214,7 @@ struct rxp_afxdp_config {
 	bool zero_copy; /* default: copy mode */
 };
 struct rxp_dev *rxp_afxdp_open(const struct rxp_afxdp_config *cfg, struct rxp_pktpool *pp);
+
+RXP_END_DECLS
 
 #endif

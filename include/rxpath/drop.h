@@ -9,11 +9,23 @@
  * Two are reserved, never counted today, kept so that the values after them
  * stay as they were: LINKTYPE (a capture's link type is refused when it is
  * opened, not per packet) and SINK.
+ *
+ * RXP_DROP_NONE (0) is not a reason: it is what a check returns when it
+ * finds nothing wrong ("valid"), so that every real reason is nonzero and
+ * `if (r)` reads as "rejected". Functions that may fail return a negative
+ * errno; those that judge a packet return an enum rxp_drop_reason (NONE or
+ * why), a separate value, never folded into the errno. A drop counted
+ * with NONE (or a value past the list) is counted as NOT_SPECIFIED.
  */
 #ifndef RXPATH_DROP_H
 #define RXPATH_DROP_H
 
+#include "rxpath/compiler.h"
+
+RXP_BEGIN_DECLS
+
 #define RXP_DROP_REASONS(X)                                   \
+	X(NONE, "none") /* not a drop: the check passed */    \
 	X(NOT_SPECIFIED, "not_specified")                     \
 	X(NOMEM, "nomem")                                     \
 	X(PKT_TOO_SMALL, "pkt_too_small")                     \
@@ -90,5 +102,7 @@ enum rxp_drop_reason {
 
 /* The stable, printable name of a reason ("frag_overlap"); "?" if out of range. */
 const char *rxp_drop_reason_name(unsigned reason);
+
+RXP_END_DECLS
 
 #endif

@@ -35,7 +35,10 @@
 
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/pkt.h"
+
+RXP_BEGIN_DECLS
 
 #define RXP_IPV4_MIN_MTU 68
 #define RXP_IPV6_MIN_MTU 1280
@@ -67,5 +70,7 @@ struct rxp_ipid_table;
  */
 int rxp_ip_fragment(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table *ids,
 		    struct rxp_pkt_queue *out);
+
+RXP_END_DECLS
 
 #endif

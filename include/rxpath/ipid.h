@@ -50,6 +50,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
+
+RXP_BEGIN_DECLS
+
 #define RXP_IPID_KEY_LEN 16
 #define RXP_IPID_MIN_BUCKETS (1u << 16)
 #define RXP_IPID_MAX_BUCKETS (1u << 20)
@@ -100,5 +104,7 @@ uint32_t rxp_ipid_bucket_of(const struct rxp_ipid_table *t, uint32_t saddr, uint
 void rxp_ipid_bucket_set(struct rxp_ipid_table *t, uint32_t bucket, uint32_t counter,
 			 uint32_t stamp);
 uint32_t rxp_ipid_bucket_counter(const struct rxp_ipid_table *t, uint32_t bucket);
+
+RXP_END_DECLS
 
 #endif

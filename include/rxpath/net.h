@@ -16,8 +16,11 @@
 
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
+
+RXP_BEGIN_DECLS
 
 /* Receives a UDP datagram; consumes pkt. pkt->data is at the UDP payload,
  * pkt->network_off and transport_off locate the IP and UDP headers. */
@@ -89,5 +92,7 @@ void rxp_ip_rcv(struct rxp_net *n, struct rxp_pkt *pkt, uint64_t now_ns);
 /* The UDP step alone, for a complete datagram (data at the IP header);
  * consumes pkt. */
 void rxp_udp_rcv(struct rxp_net *n, struct rxp_pkt *pkt);
+
+RXP_END_DECLS
 
 #endif

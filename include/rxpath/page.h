@@ -9,14 +9,19 @@
 #ifndef RXPATH_PAGE_H
 #define RXPATH_PAGE_H
 
-#include <stdatomic.h>
 #include <stdint.h>
+
+#include "rxpath/compiler.h"
+
+RXP_BEGIN_DECLS
 
 struct rxp_page;
 typedef void (*rxp_page_release_fn)(struct rxp_page *pg);
 
 struct rxp_page {
-	_Atomic uint32_t refcnt;
+	/* Atomic: read and written only through the functions below (and
+	 * the __atomic builtins they use), never as a plain field. */
+	uint32_t refcnt;
 	uint32_t size; /* bytes at addr */
 	uint8_t *addr;
 	rxp_page_release_fn release; /* called when refcnt reaches 0 */
@@ -26,28 +31,37 @@ struct rxp_page {
 
 static inline uint32_t rxp_page_refcount(struct rxp_page *pg)
 {
-	return atomic_load_explicit(&pg->refcnt, memory_order_acquire);
+	return __atomic_load_n(&pg->refcnt, __ATOMIC_ACQUIRE);
+}
+
+/* For the page's owner, while no one else holds it: start it with n
+ * references (as a pool does when it hands a page out). */
+static inline void rxp_page_set_refcount(struct rxp_page *pg, uint32_t n)
+{
+	__atomic_store_n(&pg->refcnt, n, __ATOMIC_RELAXED);
 }
 
 static inline void rxp_page_get(struct rxp_page *pg)
 {
-	atomic_fetch_add_explicit(&pg->refcnt, 1, memory_order_relaxed);
+	__atomic_fetch_add(&pg->refcnt, 1, __ATOMIC_RELAXED);
 }
 
 static inline void rxp_page_get_many(struct rxp_page *pg, uint32_t n)
 {
-	atomic_fetch_add_explicit(&pg->refcnt, n, memory_order_relaxed);
+	__atomic_fetch_add(&pg->refcnt, n, __ATOMIC_RELAXED);
 }
 
 /* Drop one reference; the last one releases the page. A sole owner skips
  * the atomic read-modify-write (as DPDK's prefree_seg does). */
 static inline void rxp_page_put(struct rxp_page *pg)
 {
-	if (atomic_load_explicit(&pg->refcnt, memory_order_acquire) == 1 ||
-	    atomic_fetch_sub_explicit(&pg->refcnt, 1, memory_order_acq_rel) == 1) {
-		atomic_store_explicit(&pg->refcnt, 0, memory_order_relaxed);
+	if (__atomic_load_n(&pg->refcnt, __ATOMIC_ACQUIRE) == 1 ||
+	    __atomic_fetch_sub(&pg->refcnt, 1, __ATOMIC_ACQ_REL) == 1) {
+		__atomic_store_n(&pg->refcnt, 0, __ATOMIC_RELAXED);
 		pg->release(pg);
 	}
 }
+
+RXP_END_DECLS
 
 #endif

@@ -25,7 +25,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/page.h"
+
+RXP_BEGIN_DECLS
 
 #define RXP_PP_CACHE_SIZE 128
 #define RXP_PP_REFILL 64
@@ -67,7 +70,6 @@ struct rxp_page *rxp_page_pool_alloc(struct rxp_page_pool *pp);
 
 void rxp_page_pool_get_stats(const struct rxp_page_pool *pp, struct rxp_page_pool_stats *st);
 uint64_t rxp_page_pool_outstanding(const struct rxp_page_pool *pp);
-uint32_t rxp_page_pool_page_size(const struct rxp_page_pool *pp);
 
 /* The backing store: n_pages * page_size bytes at *base, page-aligned (an
  * AF_XDP UMEM can be registered over it). */
@@ -90,8 +92,10 @@ static inline void rxp_page_put_many(struct rxp_page *pg, uint32_t n)
 {
 	if (!n)
 		return;
-	if (atomic_fetch_sub_explicit(&pg->refcnt, n, memory_order_acq_rel) == n)
+	if (__atomic_fetch_sub(&pg->refcnt, n, __ATOMIC_ACQ_REL) == n)
 		pg->release(pg);
 }
+
+RXP_END_DECLS
 
 #endif

@@ -31,9 +31,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/drop.h"
 #include "rxpath/page.h"
-#include "rxpath/pool.h"
+
+RXP_BEGIN_DECLS
 
 #define RXP_MAX_FRAGS 17
 #define RXP_PKT_CB_SIZE 48
@@ -87,44 +89,10 @@ struct rxp_pkt {
 	uint16_t protocol; /* ethertype, host order; 0 if unknown */
 	/* The owning layer's scratch. Not cleared when a packet is made (nor
 	 * frags[] past nr_frags): a layer writes the cb bytes it reads. */
-	_Alignas(8) uint8_t cb[RXP_PKT_CB_SIZE];
+	uint8_t cb[RXP_PKT_CB_SIZE] __attribute__((aligned(8)));
 	struct rxp_frag frags[RXP_MAX_FRAGS];
 };
 
-struct rxp_pktpool_config {
-	const char *name;
-	unsigned n_pkts; /* metadata objects (default 4096) */
-	unsigned n_bufs; /* small head buffers (default n_pkts) */
-	unsigned buf_size; /* bytes per small head buffer (default 2048) */
-	unsigned n_large; /* large head buffers (default 16) */
-	unsigned large_size; /* bytes per large buffer (default 65536 + 2*headroom) */
-	unsigned headroom; /* reserved by rxp_pkt_alloc (default 128) */
-	unsigned cache_size; /* per-thread cache of each pool (0: default 256) */
-	unsigned defer_max; /* deferred-list cap (0: default 128) */
-};
-
-struct rxp_pktpool_stats {
-	struct rxp_pool_stats pkts, bufs, large;
-	uint64_t drops[RXP_DROP_MAX]; /* by reason, all threads */
-	uint64_t consumed; /* rxp_pkt_consume() calls */
-};
-
-struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg);
-/* Returns packets + buffers still outstanding (0 means nothing leaked). */
-size_t rxp_pktpool_destroy(struct rxp_pktpool *pp);
-void rxp_pktpool_get_stats(const struct rxp_pktpool *pp, struct rxp_pktpool_stats *st);
-uint64_t rxp_pktpool_pkts_outstanding(const struct rxp_pktpool *pp);
-uint64_t rxp_pktpool_bufs_outstanding(const struct rxp_pktpool *pp);
-/* Drain this thread's deferred frees in all of the pool's object pools. */
-unsigned rxp_pktpool_drain_deferred(struct rxp_pktpool *pp);
-void rxp_pktpool_flush_cache(struct rxp_pktpool *pp);
-size_t rxp_pktpool_leak_report(const struct rxp_pktpool *pp, FILE *out);
-unsigned rxp_pktpool_headroom(const struct rxp_pktpool *pp);
-/* Bytes in a small head buffer (what rxp_pkt_alloc gives without falling
- * back to the large class). */
-unsigned rxp_pktpool_buf_size(const struct rxp_pktpool *pp);
-/* Count drops of frames that never became a packet (e.g. rx_no_buffer). */
-void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n);
 /* The metadata size charged to truesize per packet. */
 #define RXP_PKT_META_TRUESIZE ((uint32_t)sizeof(struct rxp_pkt))
 
@@ -373,5 +341,7 @@ static inline struct rxp_pkt *rxp_pkt_dequeue(struct rxp_pkt_queue *q)
 }
 /* Drop everything queued with one reason. */
 void rxp_pkt_queue_purge(struct rxp_pkt_queue *q, enum rxp_drop_reason reason);
+
+RXP_END_DECLS
 
 #endif

@@ -38,8 +38,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/page_pool.h"
 #include "rxpath/pkt.h"
+
+RXP_BEGIN_DECLS
 
 struct rxp_rxring;
 struct rxp_txring;
@@ -208,5 +211,7 @@ unsigned rxp_txring_complete(struct rxp_txring *t, unsigned budget);
 void rxp_txring_get_stats(const struct rxp_txring *t, struct rxp_txring_stats *st);
 /* Entries free for rxp_txring_xmit_xdp. */
 unsigned rxp_txring_space(const struct rxp_txring *t);
+
+RXP_END_DECLS
 
 #endif

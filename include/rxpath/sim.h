@@ -25,7 +25,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/dev.h"
+
+RXP_BEGIN_DECLS
 
 #define RXP_GEN_HDR_LEN 16
 #define RXP_GEN_MAGIC 0x52585047u /* "RXPG" */
@@ -84,8 +87,6 @@ int rxp_gen_verify(const uint8_t *payload, uint32_t len);
  * traffic sources (TIPC messages in `rxpath run`) use it so one check
  * covers every payload. */
 void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x);
-/* Its datagram sequence number (payload already verified). */
-uint32_t rxp_gen_payload_seq(const uint8_t *payload);
 
 /* A frame source the sim NIC can replay: the generator or a pcap file. */
 struct rxp_src {
@@ -118,7 +119,7 @@ struct rxp_sim_config {
 
 /* NULL with errno set. */
 struct rxp_dev *rxp_sim_open(const struct rxp_sim_config *cfg, struct rxp_pktpool *pp);
-/* The ring of queue q (stats, tests, benchmarks). */
-struct rxp_rxring *rxp_sim_ring(struct rxp_dev *sim, unsigned q);
+
+RXP_END_DECLS
 
 #endif

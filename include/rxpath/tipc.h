@@ -23,8 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/drop.h"
 #include "rxpath/pkt.h"
+
+RXP_BEGIN_DECLS
 
 /* Header sizes in bytes. */
 #define RXP_TIPC_SHORT_H_SIZE 24
@@ -215,7 +218,7 @@ void rxp_tipc_hdr_init(uint8_t *h, unsigned user, unsigned type, unsigned hsize,
 
 /*
  * Validation V1-V3 of a message at p with len bytes present (trailing bytes
- * beyond the size field are allowed). 0 or a drop reason:
+ * beyond the size field are allowed). RXP_DROP_NONE, or the drop reason
  * RXP_DROP_TIPC_HDR. Arithmetic is unsigned with explicit bounds (V5).
  */
 enum rxp_drop_reason rxp_tipc_validate(const uint8_t *p, size_t len);
@@ -223,7 +226,7 @@ enum rxp_drop_reason rxp_tipc_validate(const uint8_t *p, size_t len);
 enum rxp_drop_reason rxp_tipc_validate_pkt(const struct rxp_pkt *pkt);
 static inline bool rxp_tipc_valid(const uint8_t *p, size_t len)
 {
-	return rxp_tipc_validate(p, len) == 0;
+	return rxp_tipc_validate(p, len) == RXP_DROP_NONE;
 }
 
 /* ---- building messages (sender side) -------------------------------------- */
@@ -303,9 +306,9 @@ struct rxp_tipc_link {
 };
 
 void rxp_tipc_link_init(struct rxp_tipc_link *l, struct rxp_pktpool *pp);
-/* Frees any partial message (R8). */
-void rxp_tipc_link_fini(struct rxp_tipc_link *l);
-/* Link reset: frees the partial message, counted as TIPC_LINK_RESET (R8). */
+/* Link reset: frees the partial message, counted as TIPC_LINK_RESET (R8).
+ * A link holds nothing else, so this is also its teardown: call it before
+ * the link is forgotten. The link stays usable (bindings kept). */
 void rxp_tipc_link_reset(struct rxp_tipc_link *l);
 /* Deliver data (users 0-3, CONN_MANAGER, GROUP_PROTOCOL) for destport to fn.
  * 0, -EEXIST (already bound) or -ENOSPC (RXP_TIPC_MAX_PORTS). */
@@ -342,5 +345,7 @@ uint32_t rxp_tipc_udp_tipc_mtu(const struct rxp_tipc_udp_peer *peer);
  * messages not yet sent are dropped and counted). */
 int rxp_tipc_udp_build(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer,
 		       struct rxp_pkt_queue *msgs, struct rxp_pkt_queue *out);
+
+RXP_END_DECLS
 
 #endif

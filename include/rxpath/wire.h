@@ -12,6 +12,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rxpath/compiler.h"
+
+RXP_BEGIN_DECLS
+
 #define RXP_ETH_HLEN 14
 #define RXP_ETH_P_IP 0x0800
 #define RXP_ETH_P_IPV6 0x86dd
@@ -90,7 +94,7 @@ static inline unsigned rxp_ip_hlen(const struct rxp_iphdr *ip)
  * are folded back at the end (an end-around carry sum). */
 static inline uint32_t rxp_csum_partial(const void *buf, size_t len, uint32_t sum)
 {
-	const uint8_t *p = buf;
+	const uint8_t *p = (const uint8_t *)buf;
 	unsigned __int128 a = sum, b = 0;
 	uint64_t s, hi;
 
@@ -140,5 +144,7 @@ static inline uint16_t rxp_ip_csum(const void *hdr, unsigned hlen)
 {
 	return rxp_csum_fold(rxp_csum_partial(hdr, hlen, 0));
 }
+
+RXP_END_DECLS
 
 #endif

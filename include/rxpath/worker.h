@@ -25,11 +25,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/defrag.h"
 #include "rxpath/dev.h"
 #include "rxpath/net.h"
 #include "rxpath/pkt.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/tipc.h"
+
+RXP_BEGIN_DECLS
 
 #define RXP_WORKER_MAX 64
 #define RXP_WORKER_BUDGET_DEFAULT 64
@@ -104,5 +108,7 @@ void rxp_worker_group_stats(struct rxp_worker_group *g, struct rxp_worker_stats 
 			    struct rxp_ip_stats *ip4, struct rxp_ip_stats *ip6,
 			    struct rxp_udp_stats *udp, struct rxp_defrag_counters *reasm,
 			    struct rxp_tipc_link_stats *tipc);
+
+RXP_END_DECLS
 
 #endif

@@ -21,7 +21,10 @@
 
 #include <stdint.h>
 
+#include "rxpath/compiler.h"
 #include "rxpath/sim.h"
+
+RXP_BEGIN_DECLS
 
 struct rxp_workload_config {
 	uint64_t seed;
@@ -44,5 +47,7 @@ struct rxp_workload_config {
 void rxp_workload_defaults(struct rxp_workload_config *cfg);
 /* NULL with errno. The source is independent and deterministic from seed. */
 struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg);
+
+RXP_END_DECLS
 
 #endif

@@ -23,7 +23,7 @@
 #include "rxpath/log.h"
 #include "rxpath/page_pool.h"
 #include "rxpath/pool.h"
-#include "ring.h"
+#include "buf/mpmc.h"
 
 #define PG_REMOTE 1u
 #define PG_FRESH 2u
@@ -129,7 +129,7 @@ struct rxp_page_pool *rxp_page_pool_create(const struct rxp_page_pool_config *cf
 	for (uint32_t i = 0; i < n; i++) {
 		struct rxp_page *pg = &pp->pages[i];
 
-		atomic_init(&pg->refcnt, 0);
+		rxp_page_set_refcount(pg, 0);
 		pg->size = psize;
 		pg->addr = pp->mem + (size_t)i * psize;
 		pg->release = page_back;
@@ -166,11 +166,6 @@ uint64_t rxp_page_pool_destroy(struct rxp_page_pool *pp)
 void rxp_page_pool_set_owner(struct rxp_page_pool *pp)
 {
 	pp->owner = rxp_thread_id();
-}
-
-uint32_t rxp_page_pool_page_size(const struct rxp_page_pool *pp)
-{
-	return pp->page_size;
 }
 
 void rxp_page_pool_mark_remote(struct rxp_page *pg)
@@ -214,7 +209,7 @@ struct rxp_page *rxp_page_pool_alloc(struct rxp_page_pool *pp)
 		pp->fast++;
 	}
 	pp->handed++;
-	atomic_store_explicit(&pg->refcnt, 1, memory_order_relaxed);
+	rxp_page_set_refcount(pg, 1);
 	return pg;
 }
 

@@ -221,7 +221,7 @@ void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason)
 
 	if (!pkt)
 		return;
-	if ((unsigned)reason >= RXP_DROP_MAX)
+	if ((unsigned)reason - 1 >= RXP_DROP_MAX - 1) /* NONE or out of range */
 		reason = RXP_DROP_NOT_SPECIFIED;
 	tid = rxp_thread_id();
 	pktpool_stat_add(tid, &pkt->pool->stats[tid].drops[reason], 1);

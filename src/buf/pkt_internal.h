@@ -4,6 +4,7 @@
 
 #include "rxpath/compiler.h"
 #include "rxpath/pkt.h"
+#include "rxpath/pktpool.h"
 
 struct pktpool_tstats {
 	uint64_t drops[RXP_DROP_MAX];
@@ -42,9 +43,9 @@ static inline void pktpool_stat_add(unsigned tid, uint64_t *c, uint64_t n)
  * references are ours) skips the atomic read-modify-write. */
 static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
 {
-	if (atomic_load_explicit(&pg->refcnt, memory_order_acquire) == n ||
-	    atomic_fetch_sub_explicit(&pg->refcnt, n, memory_order_acq_rel) == n) {
-		atomic_store_explicit(&pg->refcnt, 0, memory_order_relaxed);
+	if (__atomic_load_n(&pg->refcnt, __ATOMIC_ACQUIRE) == n ||
+	    __atomic_fetch_sub(&pg->refcnt, n, __ATOMIC_ACQ_REL) == n) {
+		__atomic_store_n(&pg->refcnt, 0, __ATOMIC_RELAXED);
 		pg->release(pg);
 	}
 }

@@ -28,7 +28,7 @@ static void buf_init(void *obj, unsigned idx, void *arg)
 	struct rxp_page *pg = obj;
 
 	(void)idx;
-	atomic_init(&pg->refcnt, 0);
+	rxp_page_set_refcount(pg, 0);
 	pg->size = a->size;
 	pg->addr = (uint8_t *)obj + BUF_HDR;
 	pg->release = buf_release;
@@ -184,7 +184,7 @@ unsigned rxp_pktpool_buf_size(const struct rxp_pktpool *pp)
 
 void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n)
 {
-	if ((unsigned)r >= RXP_DROP_MAX)
+	if ((unsigned)r - 1 >= RXP_DROP_MAX - 1) /* NONE or out of range */
 		r = RXP_DROP_NOT_SPECIFIED;
 	unsigned tid = rxp_thread_id();
 
@@ -206,7 +206,7 @@ struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const ch
 	if (rxp_unlikely(!pg && p == pp->bufs))
 		pg = rxp_pool_get_at(pp->large, file, line); /* fall back to a large one */
 	if (pg)
-		atomic_store_explicit(&pg->refcnt, 1, memory_order_relaxed);
+		rxp_page_set_refcount(pg, 1);
 	return pg;
 }
 

@@ -1,16 +1,8 @@
 /*
- * Fixed-size object pools with per-thread caches and deferred remote free.
- *
- * Layout: one aligned allocation of n slots, each an odd number of cache
- * lines (see rxp_pool_create); each slot is a 64-byte header (in RXP_DEBUG
- * builds also the object's state and allocation site; always its owner)
- * followed by the object, so every object starts on a cache line (a
- * packet's first 64 bytes, what its hot path reads, are one line, and one
- * prefetch of the pointer covers them; with a 32-byte header they straddled
- * two lines, which cost reassembly 10-20% at 4-8 fragments per datagram).
- * A free object is in exactly one place: a thread's cache, its owner's
- * stash, the shared MPMC ring, an owner's deferred ring, or a freeing
- * thread's staging batch for that owner. Invariants:
+ * Fixed-size object pools with per-thread caches and deferred remote free
+ * (rxpath/pool.h): creation, carving, get, put and the deferred hand-over.
+ * The layout is in pool_internal.h, the stash in pool_stash.c, counters and
+ * the leak report in pool_report.c. Invariants:
  *   - only thread t touches caches[t] (no locks); stash[t] holds only
  *     objects owned by t, and others take its lock only to empty it into
  *     the ring when the ring is empty;
@@ -18,16 +10,11 @@
  *     user; other threads add batches, only t takes them out;
  *   - the fast paths write nothing into the object, and single frees
  *     read nothing of it: its owner is a byte in the pool's owner table
- *     (pool.h), so a remote free reads a small table that stays in the
- *     freeing thread's cache, not a line per object (DPDK's mempool never
- *     touches objects either); bulk frees read the copy in the header.
- *     Both are rewritten only when the object changes threads. With the
- *     owner read from each object's header, a free on another thread
- *     cost 25-26.5 cycles with the two vCPUs far apart, against 18.5-20
- *     with no read at all (DPDK: 16-19);
- *   - alloc - free summed over threads is the outstanding count; a leak
- *     report finds the outstanding objects as those in none of the places
- *     above (so it needs no per-object state in release builds);
+ *     (rxpath/internal/pool.h), so a remote free reads a small table that
+ *     stays in the freeing thread's cache, not a line per object (DPDK's
+ *     mempool never touches objects either); bulk frees read the copy in
+ *     the header. Both are rewritten only when the object changes threads;
+ *   - alloc - free summed over threads is the outstanding count;
  *   - objects are carved lazily: slots [carved, n) have never been handed
  *     out and their memory has never been written, so a pool sized for the
  *     worst case (rxpath defrag sizes its pool from a memory cap of a
@@ -35,10 +22,11 @@
  *     A slot is carved (header and obj_init written) when the shared ring
  *     is empty, in batches, into the ring, before other threads' stashes
  *     are spilled.
+ * Why the layout is as it is (header size, odd slot sizes, the owner
+ * table) was measured: bench/results/README.md, "pool".
  */
 #include <errno.h>
 #include <stddef.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -47,135 +35,9 @@
 #include "rxpath/compiler.h"
 #include "rxpath/log.h"
 #include "rxpath/pool.h"
-#include "buf/ring.h"
-
-#define STATE_FREE 0xf4eeu
-#define STATE_USED 0x05edu
-#define TID_NONE RXP_MAX_THREADS /* a thread past the limit: no cache */
-#define STAGE RXP_POOL_STAGE_ /* remote frees handed over per batch */
-#define NSTAGE 4 /* owners a thread batches for at once */
-
-struct obj_hdr {
-	uint16_t owner; /* the thread that owns it; also in the pool's owner table */
-	uint16_t state; /* RXP_DEBUG only */
-	uint32_t line; /* RXP_DEBUG only */
-	const char *file;
-	uint64_t pad[6];
-};
-_Static_assert(sizeof(struct obj_hdr) == 64, "object header keeps objects line-aligned");
-_Static_assert(sizeof(struct obj_hdr) == RXP_POOL_OWNER_AT_ && offsetof(struct obj_hdr, owner) == 0,
-	       "rxp_pool_owner_hdr_() reads the owner where it is");
-
-#define stage rxp_pool_stage_ /* pool.h has the layout: the inline put stages */
-
-struct tcache {
-	/* The head is struct rxp_pool_cache_ (pool.h): the inline fast paths
-	 * read and write these six. */
-	uint32_t len;
-	uint32_t cap; /* 0 for the shared TID_NONE slot and uncached pools */
-	void **objs;
-	uint64_t alloc, free; /* counted by the thread itself, read (relaxed) by anyone */
-	struct stage *hot; /* the slot used last while it is in use, else NULL */
-	struct stage *stage; /* [NSTAGE]: remote frees batched by owner */
-	uint32_t staged; /* bit per stage slot in use */
-	uint64_t fail, deferred, overflow, drained;
-} __rxp_cache_aligned;
-_Static_assert(offsetof(struct tcache, len) == offsetof(struct rxp_pool_cache_, len) &&
-		       offsetof(struct tcache, cap) == offsetof(struct rxp_pool_cache_, cap) &&
-		       offsetof(struct tcache, objs) == offsetof(struct rxp_pool_cache_, objs) &&
-		       offsetof(struct tcache, alloc) == offsetof(struct rxp_pool_cache_, alloc) &&
-		       offsetof(struct tcache, free) == offsetof(struct rxp_pool_cache_, free) &&
-		       offsetof(struct tcache, hot) == offsetof(struct rxp_pool_cache_, hot),
-	       "the inline fast paths see the head of struct tcache");
-
-struct rxp_pool {
-	struct rxp_pool_head_ head; /* first: the inline fast paths find the caches here */
-	char name[32];
-	size_t obj_size;
-	size_t stride;
-	unsigned n;
-	unsigned cache_size; /* 0: no caches */
-	unsigned batch; /* refill/flush unit: half the cache */
-	unsigned defer_max;
-	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
-	uint8_t *mem;
-	_Atomic uint32_t carved; /* slots [0, carved) have been made */
-	void (*obj_init)(void *obj, unsigned idx, void *arg);
-	void *obj_init_arg;
-	void **cache_mem;
-	struct stage *stage_mem;
-	struct tcache caches[RXP_MAX_THREADS + 1]; /* [TID_NONE] counts only, atomically */
-	struct rxp_mpmc *defer[RXP_MAX_THREADS];
-	struct rxp_mpmc *ring;
-	/* Address-ordered stashes (see "stash" below): per thread, a bitmap
-	 * over the pool's objects. */
-	struct stash *stash;
-	unsigned nwords; /* 64-bit words per bitmap */
-	unsigned nsum; /* words of its summary */
-};
-
-struct stash {
-	_Atomic int lock;
-	uint32_t count; /* objects in it */
-	uint32_t lo; /* no set bit in sum below word lo */
-	uint64_t *bits; /* a bit per object, made on the first put */
-	uint64_t *sum; /* a bit per word of bits, set while that word is not 0 */
-	uint64_t pad[4]; /* one line each: threads take their own locks */
-};
-_Static_assert(sizeof(struct stash) == 64, "a stash per cache line");
-
-#define STAT_READ(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
-
-/* ---- thread ids ---------------------------------------------------------- */
-
-static _Atomic uint64_t tid_bitmap;
-static pthread_key_t tid_key;
-static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
-__thread int rxp_tid_ __attribute__((tls_model("initial-exec"))) = -1;
-
-static void tid_release(void *v)
-{
-	unsigned tid = (unsigned)(uintptr_t)v - 1;
-
-	atomic_fetch_and(&tid_bitmap, ~(1ull << tid));
-}
-
-static void tid_key_init(void)
-{
-	pthread_key_create(&tid_key, tid_release);
-}
-
-__attribute__((noinline, cold)) unsigned rxp_thread_id_assign(void)
-{
-	uint64_t used = atomic_load(&tid_bitmap);
-
-	pthread_once(&tid_once, tid_key_init);
-	for (;;) {
-		if (used == ~0ull) {
-			rxp_tid_ = TID_NONE;
-			return TID_NONE;
-		}
-		unsigned tid = (unsigned)__builtin_ctzll(~used);
-
-		if (atomic_compare_exchange_weak(&tid_bitmap, &used, used | (1ull << tid))) {
-			rxp_tid_ = (int)tid;
-			pthread_setspecific(tid_key, (void *)(uintptr_t)(tid + 1));
-			return tid;
-		}
-	}
-}
-
-static inline unsigned tid_fast(void)
-{
-	return rxp_thread_id();
-}
+#include "buf/pool_internal.h"
 
 /* ---- creation ------------------------------------------------------------ */
-
-static inline struct obj_hdr *hdr_of(void *obj)
-{
-	return (struct obj_hdr *)obj - 1;
-}
 
 static void pool_free_mem(struct rxp_pool *p)
 {
@@ -216,8 +78,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	 * unless told not to: with an even number, objects taken in address
 	 * order and used a fixed count apart (fragment r of datagram d sits
 	 * r x in-flight slots from fragment 0) land a multiple of 4 KiB apart,
-	 * in one L1 set. 45-fragment reassembly went from about 220 to 145 ns
-	 * per fragment, 2-8 fragments 2-5% faster. */
+	 * in one L1 set. */
 	if (!((p->stride / RXP_CACHELINE) & 1))
 		p->stride += RXP_CACHELINE;
 	p->n = cfg->n;
@@ -283,8 +144,6 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 #define CARVE_MIN 32 /* slots made at once, at least */
 #define CARVE_MAX 256
 
-static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n);
-
 /* Make up to want never-used slots (at least CARVE_MIN) and put them on the
  * shared ring, lowest address first; returns how many (0: all carved). */
 __attribute__((noinline)) static uint32_t carve_to_ring(struct rxp_pool *p, uint32_t want)
@@ -317,82 +176,6 @@ __attribute__((noinline)) static uint32_t carve_to_ring(struct rxp_pool *p, uint
 uint32_t rxp_pool_carved(const struct rxp_pool *p)
 {
 	return atomic_load_explicit(&p->carved, memory_order_relaxed);
-}
-
-/* ---- leak accounting ------------------------------------------------------ */
-
-static unsigned obj_index(const struct rxp_pool *p, const void *obj)
-{
-	return rxp_pool_index_(&p->head, obj);
-}
-
-static void mark_ring(const struct rxp_pool *p, const struct rxp_mpmc *r, uint8_t *isfree)
-{
-	uint32_t t = atomic_load(&r->cons_tail), h = atomic_load(&r->prod_tail);
-
-	for (; t != h; t++)
-		isfree[obj_index(p, r->slots[t & r->mask])] = 1;
-}
-
-/* Which objects are free: in the ring, a cache, a deferred ring or a stage.
- * Only meaningful while no thread uses the pool. */
-static uint8_t *free_map(const struct rxp_pool *p)
-{
-	uint8_t *isfree = calloc(p->n, 1);
-
-	/* Slots never carved are free; marked so that the loops over the
-	 * pool need not know about carving. */
-	if (isfree)
-		memset(isfree + rxp_pool_carved(p), 1, p->n - rxp_pool_carved(p));
-
-	if (!isfree)
-		return NULL;
-	mark_ring(p, p->ring, isfree);
-	for (unsigned t = 0; t < RXP_MAX_THREADS && p->cache_size; t++) {
-		const struct tcache *c = &p->caches[t];
-
-		for (uint32_t i = 0; i < c->len; i++)
-			isfree[obj_index(p, c->objs[i])] = 1;
-		for (unsigned o = 0; o < NSTAGE; o++)
-			for (uint32_t i = 0; i < c->stage[o].n; i++)
-				isfree[obj_index(p, c->stage[o].objs[i])] = 1;
-		mark_ring(p, p->defer[t], isfree);
-		for (uint32_t w = 0; p->stash[t].bits && w < p->nwords; w++)
-			for (uint64_t b = p->stash[t].bits[w]; b; b &= b - 1)
-				isfree[w * 64 + (uint32_t)__builtin_ctzll(b)] = 1;
-	}
-	return isfree;
-}
-
-size_t rxp_pool_leak_report(const struct rxp_pool *p, FILE *out)
-{
-	uint8_t *isfree = free_map(p);
-	size_t used = 0;
-
-	if (!isfree)
-		return (size_t)rxp_pool_outstanding(p);
-	for (unsigned i = 0; i < rxp_pool_carved(p); i++) {
-		const struct obj_hdr *h = (const void *)(p->mem + (size_t)i * p->stride);
-
-		if (isfree[i])
-			continue;
-		used++;
-		if (!out)
-			continue;
-		if (h->file)
-			fprintf(out,
-				"pool %s: object %u (%p) outstanding, allocated at %s:%u by thread "
-				"%u\n",
-				p->name, i, (const void *)(h + 1), h->file, h->line,
-				p->head.owners[i]);
-		else
-			fprintf(out,
-				"pool %s: object %u (%p) outstanding, allocated by thread %u "
-				"(build with RXP_DEBUG for the site)\n",
-				p->name, i, (const void *)(h + 1), p->head.owners[i]);
-	}
-	free(isfree);
-	return used;
 }
 
 size_t rxp_pool_destroy(struct rxp_pool *p)
@@ -491,158 +274,17 @@ static inline void adopt(struct rxp_pool *p, void *const *objs, uint32_t n, unsi
 
 static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c);
 
-/* ---- stash ----------------------------------------------------------------
- *
- * Where a thread's cache overflows to: its own objects, kept as a bitmap over
- * the pool and handed back lowest address first. A workload that holds
- * objects a while and frees them in another order than it took them
- * (reassembly queues, retransmit lists) scrambles a FIFO store: after a few
- * rounds every refill is a batch of objects from all over the pool, and a
- * burst of packets touches as many pages and cache lines as it has objects.
- * From the stash a refill gets the lowest-addressed free objects in address
- * order, so the objects in use stay packed at the bottom of the pool and a
- * burst reads memory in order (what slab allocators get from per-page free
- * lists, and DPDK's bucket mempool from per-bucket stacks).
- *
- * The owner alone puts and takes, under the stash's lock, which another
- * thread takes only when the shared ring has run dry: then every stash is
- * emptied into the ring, so objects in stashes are never lost to others.
- */
-
-static inline void *stash_obj(const struct rxp_pool *p, uint32_t idx)
-{
-	return p->mem + (size_t)idx * p->stride + sizeof(struct obj_hdr);
-}
-
-static inline void stash_lock(struct stash *st)
-{
-	unsigned spins = 0;
-
-	while (atomic_exchange_explicit(&st->lock, 1, memory_order_acquire))
-		while (atomic_load_explicit(&st->lock, memory_order_relaxed)) {
-			if (++spins & 63)
-				__builtin_ia32_pause();
-			else
-				sched_yield(); /* the holder may be preempted, as in ring.h */
-		}
-}
-
-static inline void stash_unlock(struct stash *st)
-{
-	atomic_store_explicit(&st->lock, 0, memory_order_release);
-}
-
-/* Thread tid's own objects into its stash; false (nothing done) if the
- * bitmap cannot be made. */
-static bool stash_put(struct rxp_pool *p, unsigned tid, void *const *objs, uint32_t n)
-{
-	struct stash *st = &p->stash[tid];
-	uint32_t lo;
-
-	if (rxp_unlikely(!st->bits)) {
-		uint64_t *b = calloc((size_t)p->nwords + p->nsum, sizeof(uint64_t));
-
-		if (!b)
-			return false;
-		stash_lock(st);
-		st->bits = b;
-		st->sum = b + p->nwords;
-		st->lo = p->nsum;
-		stash_unlock(st);
-	}
-	stash_lock(st);
-	lo = st->lo;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t idx = obj_index(p, objs[i]), w = idx >> 6;
-
-		if (!st->bits[w]) {
-			st->sum[w >> 6] |= 1ull << (w & 63);
-			lo = w >> 6 < lo ? w >> 6 : lo;
-		}
-		st->bits[w] |= 1ull << (idx & 63);
-	}
-	st->lo = lo;
-	__atomic_store_n(&st->count, st->count + n, __ATOMIC_RELAXED); /* read unlocked */
-	stash_unlock(st);
-	return true;
-}
-
-/* Up to want objects from stash st, lowest address first, written so that
- * popping from the end of dst gives them in that order. The summary finds
- * the next word with objects in it, so however sparse the stash a take
- * reads at most one summary word per 4096 objects of the pool. */
-static uint32_t stash_take(struct rxp_pool *p, struct stash *st, void **dst, uint32_t want)
-{
-	uint32_t got = 0, s;
-
-	if (!__atomic_load_n(&st->count, __ATOMIC_RELAXED))
-		return 0;
-	stash_lock(st);
-	if (want > st->count)
-		want = st->count;
-	for (s = st->lo; got < want && s < p->nsum; s++) {
-		uint64_t sm = st->sum[s];
-
-		while (sm && got < want) {
-			uint32_t w = s * 64 + (uint32_t)__builtin_ctzll(sm);
-			uint64_t b = st->bits[w];
-
-			while (b && got < want) {
-				dst[want - 1 - got++] =
-					stash_obj(p, w * 64 + (uint32_t)__builtin_ctzll(b));
-				b &= b - 1;
-			}
-			st->bits[w] = b;
-			if (!b)
-				sm &= sm - 1;
-		}
-		st->sum[s] = sm;
-		if (sm)
-			break;
-	}
-	st->lo = s;
-	__atomic_store_n(&st->count, st->count - got, __ATOMIC_RELAXED);
-	stash_unlock(st);
-	if (rxp_unlikely(got < want)) /* cannot happen while count is right */
-		memmove(dst, dst + (want - got), got * sizeof(void *));
-	return got;
-}
-
-/* All of stash st into the shared ring; returns the objects moved. */
-static uint32_t stash_to_ring(struct rxp_pool *p, struct stash *st)
-{
-	void *tmp[256];
-	uint32_t moved = 0, got;
-
-	while ((got = stash_take(p, st, tmp, RXP_ARRAY_SIZE(tmp)))) {
-		to_ring(p, tmp, got);
-		moved += got;
-	}
-	return moved;
-}
-
-/* Every stash into the shared ring (the ring ran dry); returns the objects
- * moved. */
-static uint32_t stash_spill_all(struct rxp_pool *p)
-{
-	uint32_t moved = 0;
-
-	for (unsigned t = 0; p->stash && t < RXP_MAX_THREADS; t++)
-		moved += stash_to_ring(p, &p->stash[t]);
-	return moved;
-}
-
 /* Refill: up to want objects into dst (popped from its end), from this
  * thread's stash, else the shared ring, else the ring after every stash
  * was spilled into it. */
 static uint32_t refill(struct rxp_pool *p, unsigned tid, void **dst, uint32_t want)
 {
-	uint32_t got = stash_take(p, &p->stash[tid], dst, want);
+	uint32_t got = pool_stash_take(p, &p->stash[tid], dst, want);
 
 	if (got)
 		return got; /* our own: no adopt */
 	got = rxp_mpmc_dequeue(p->ring, dst, want, false);
-	if (!got && (carve_to_ring(p, want) || stash_spill_all(p)))
+	if (!got && (carve_to_ring(p, want) || pool_stash_spill_all(p)))
 		got = rxp_mpmc_dequeue(p->ring, dst, want, false);
 	adopt(p, dst, got, tid);
 	return got;
@@ -656,7 +298,7 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 
 	if (!c->cap) {
 		if (!rxp_mpmc_dequeue(p->ring, &obj, 1, true) &&
-		    ((!carve_to_ring(p, 1) && !stash_spill_all(p)) ||
+		    ((!carve_to_ring(p, 1) && !pool_stash_spill_all(p)) ||
 		     !rxp_mpmc_dequeue(p->ring, &obj, 1, true))) {
 			__atomic_fetch_add(&c->fail, 1, __ATOMIC_RELAXED);
 			return NULL;
@@ -682,7 +324,7 @@ __attribute__((noinline)) static void *get_slow(struct rxp_pool *p, unsigned tid
 
 void *rxp_pool_get_at(struct rxp_pool *p, const char *file, int line)
 {
-	unsigned tid = tid_fast();
+	unsigned tid = rxp_thread_id();
 	struct tcache *c = &p->caches[tid];
 	void *obj;
 
@@ -696,7 +338,7 @@ void *rxp_pool_get_at(struct rxp_pool *p, const char *file, int line)
 
 int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char *file, int line)
 {
-	unsigned tid = tid_fast();
+	unsigned tid = rxp_thread_id();
 	struct tcache *c = &p->caches[tid];
 
 	if (!n)
@@ -733,7 +375,7 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 			got = rxp_mpmc_dequeue(p->ring, objs, n, true);
 		if (!got) {
 			rxp_pool_flush_cache(p);
-			stash_spill_all(p);
+			pool_stash_spill_all(p);
 			got = rxp_mpmc_dequeue(p->ring, objs, n, true);
 		}
 		if (!got) {
@@ -769,12 +411,6 @@ static inline void mark_free(struct rxp_pool *p, void *obj)
 	(void)p;
 	(void)obj;
 #endif
-}
-
-static void to_ring(struct rxp_pool *p, void *const *objs, uint32_t n)
-{
-	/* Cannot fail: the ring holds every object of the pool. */
-	rxp_mpmc_enqueue(p->ring, objs, n, true);
 }
 
 /* Hand stage slot k's batch over: onto its owner's deferred ring, and what
@@ -842,7 +478,7 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 		to_ring(p, &obj, 1);
 	} else if (owner == tid) {
 		/* cache full: stash the older half, keep the warm top (LIFO) */
-		if (!stash_put(p, tid, c->objs, p->batch))
+		if (!pool_stash_put(p, tid, c->objs, p->batch))
 			to_ring(p, c->objs, p->batch);
 		memmove(c->objs, c->objs + p->batch, (c->len - p->batch) * sizeof(void *));
 		c->len -= p->batch;
@@ -859,7 +495,7 @@ __attribute__((noinline)) static void put_slow(struct rxp_pool *p, unsigned tid,
 
 void rxp_pool_put_at_(struct rxp_pool *p, void *obj)
 {
-	unsigned tid = tid_fast();
+	unsigned tid = rxp_thread_id();
 	struct tcache *c = &p->caches[tid];
 
 	unsigned owner;
@@ -884,7 +520,7 @@ void rxp_pool_put_at_(struct rxp_pool *p, void *obj)
 
 void rxp_pool_put_bulk_at_(struct rxp_pool *p, void *const *objs, unsigned n)
 {
-	unsigned tid = tid_fast();
+	unsigned tid = rxp_thread_id();
 	struct tcache *c = &p->caches[tid];
 
 	unsigned foreign = 0;
@@ -916,7 +552,7 @@ void rxp_pool_put_bulk_at_(struct rxp_pool *p, void *const *objs, unsigned n)
 
 void rxp_pool_put_shared(struct rxp_pool *p, void *obj)
 {
-	unsigned tid = tid_fast();
+	unsigned tid = rxp_thread_id();
 
 	mark_free(p, obj);
 	to_ring(p, &obj, 1);
@@ -946,7 +582,7 @@ static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c)
 		n += got;
 	}
 	while ((got = rxp_mpmc_dequeue_sc(d, spill, RXP_ARRAY_SIZE(spill)))) {
-		if (!stash_put(p, tid, spill, got))
+		if (!pool_stash_put(p, tid, spill, got))
 			to_ring(p, spill, got);
 		n += got;
 	}
@@ -956,7 +592,7 @@ static unsigned drain(struct rxp_pool *p, unsigned tid, struct tcache *c)
 
 unsigned rxp_pool_drain_deferred(struct rxp_pool *p)
 {
-	unsigned tid = tid_fast();
+	unsigned tid = rxp_thread_id();
 
 	if (tid == TID_NONE || !p->cache_size)
 		return 0;
@@ -965,7 +601,7 @@ unsigned rxp_pool_drain_deferred(struct rxp_pool *p)
 
 void rxp_pool_flush_cache(struct rxp_pool *p)
 {
-	unsigned tid = tid_fast();
+	unsigned tid = rxp_thread_id();
 	struct tcache *c = &p->caches[tid];
 
 	if (tid == TID_NONE || !p->cache_size)
@@ -974,50 +610,5 @@ void rxp_pool_flush_cache(struct rxp_pool *p)
 	if (c->len)
 		to_ring(p, c->objs, c->len);
 	c->len = 0;
-	stash_to_ring(p, &p->stash[tid]);
-}
-
-/* ---- accounting ------------------------------------------------------------ */
-
-void rxp_pool_get_stats(const struct rxp_pool *p, struct rxp_pool_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++) {
-		const struct tcache *c = &p->caches[t];
-
-		st->alloc += STAT_READ(c->alloc);
-		st->free += STAT_READ(c->free);
-		st->alloc_fail += STAT_READ(c->fail);
-		st->deferred += STAT_READ(c->deferred);
-		st->defer_overflow += STAT_READ(c->overflow);
-		st->drained += STAT_READ(c->drained);
-	}
-	st->outstanding = st->alloc - st->free;
-	st->n = p->n;
-}
-
-uint64_t rxp_pool_outstanding(const struct rxp_pool *p)
-{
-	struct rxp_pool_stats st;
-
-	rxp_pool_get_stats(p, &st);
-	return st.outstanding;
-}
-
-const char *rxp_pool_name(const struct rxp_pool *p)
-{
-	return p->name;
-}
-
-size_t rxp_pool_obj_size(const struct rxp_pool *p)
-{
-	return p->obj_size;
-}
-
-bool rxp_pool_contains(const struct rxp_pool *p, const void *obj)
-{
-	const uint8_t *o = obj;
-
-	return o >= p->mem && o < p->mem + (size_t)p->n * p->stride &&
-	       (size_t)(o - p->mem) % p->stride == sizeof(struct obj_hdr);
+	pool_stash_to_ring(p, &p->stash[tid]);
 }

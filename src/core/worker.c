@@ -27,7 +27,7 @@
 #include "rxpath/compiler.h"
 #include "rxpath/wire.h"
 #include "rxpath/worker.h"
-#include "buf/ring.h"
+#include "buf/mpmc.h"
 
 #ifndef RXP_IPPROTO_ICMP
 #define RXP_IPPROTO_ICMP 1
@@ -372,7 +372,7 @@ static void worker_free(struct rxp_worker *w)
 		rxp_pkt_drop(w->stash[i], RXP_DROP_TEARDOWN);
 	for (unsigned i = 0; i < RXP_WORKER_TIPC_PEERS; i++)
 		if (w->peers[i].used)
-			rxp_tipc_link_fini(&w->peers[i].link);
+			rxp_tipc_link_reset(&w->peers[i].link);
 	if (w->net.defrag)
 		rxp_net_fini(&w->net);
 	free(w->inbox);

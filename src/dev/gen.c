@@ -268,11 +268,6 @@ void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x)
 	put32(p + 12, (uint32_t)(t ^ (t >> 32)));
 }
 
-uint32_t rxp_gen_payload_seq(const uint8_t *p)
-{
-	return get32(p + 4);
-}
-
 /* Addresses of flow f: 10.x.y.z / fd00::x:y. */
 static void addr4(uint32_t f, bool dst, uint8_t *a)
 {

@@ -26,11 +26,13 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rxpath/compiler.h"
 #include "rxpath/log.h"
+#include "rxpath/pktpool.h"
 #include "rxpath/ring.h"
 #include "rxpath/wire.h"
 

@@ -301,10 +301,3 @@ fail:
 	errno = err;
 	return NULL;
 }
-
-struct rxp_rxring *rxp_sim_ring(struct rxp_dev *d, unsigned q)
-{
-	struct sim *s = (struct sim *)d;
-
-	return q < d->nqueues ? s->q[q]->ring : NULL;
-}

@@ -50,7 +50,7 @@ int rxp_udp_bind(struct rxp_net *n, uint16_t port, rxp_udp_handler_fn fn, void *
 	return 0;
 }
 
-/* IPv4 header checks as ip_rcv_core: 0, or the drop reason. Trims link
+/* IPv4 header checks as ip_rcv_core: RXP_DROP_NONE, or the drop reason. Trims link
  * padding past tot_len. */
 static enum rxp_drop_reason ipv4_check(struct rxp_net *n, struct rxp_pkt *pkt)
 {
@@ -81,7 +81,7 @@ static enum rxp_drop_reason ipv4_check(struct rxp_net *n, struct rxp_pkt *pkt)
 	}
 	if (tot < pkt->len)
 		rxp_pkt_trim(pkt, tot);
-	return 0;
+	return RXP_DROP_NONE;
 }
 
 static enum rxp_drop_reason ipv6_check(struct rxp_net *n, struct rxp_pkt *pkt)
@@ -107,7 +107,7 @@ static enum rxp_drop_reason ipv6_check(struct rxp_net *n, struct rxp_pkt *pkt)
 	}
 	if (tot < pkt->len)
 		rxp_pkt_trim(pkt, tot);
-	return 0;
+	return RXP_DROP_NONE;
 }
 
 void rxp_ip_rcv(struct rxp_net *n, struct rxp_pkt *pkt, uint64_t now_ns)

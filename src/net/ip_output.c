@@ -27,11 +27,6 @@
 #include "rxpath/ipid.h"
 #include "rxpath/wire.h"
 
-/* Internal results: 0, or a drop reason encoded as a negative number
- * (reason 0, not_specified, must stay distinct from success). */
-#define FAIL(reason) (-(int)(reason)-1)
-#define FAIL_REASON(rc) ((enum rxp_drop_reason)(-(rc)-1))
-
 /* ---- cursor over the original's bytes ------------------------------------ */
 
 struct cursor {
@@ -213,8 +208,8 @@ static uint32_t v4_copied_header(const uint8_t *h, uint32_t hlen, uint8_t *out)
 	return o;
 }
 
-static int fragment_v4(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table *ids,
-		       struct rxp_pkt_queue *q)
+static enum rxp_drop_reason fragment_v4(struct rxp_pkt *pkt, uint32_t mtu,
+					struct rxp_ipid_table *ids, struct rxp_pkt_queue *q)
 {
 	uint8_t h1[60], h2[60];
 	struct rxp_iphdr ip;
@@ -223,29 +218,29 @@ static int fragment_v4(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table 
 	struct cursor c;
 
 	if (pkt->len < RXP_IPV4_HLEN || rxp_pkt_copy_bits(pkt, 0, h1, RXP_IPV4_HLEN))
-		return FAIL(RXP_DROP_IP_HDR);
+		return RXP_DROP_IP_HDR;
 	memcpy(&ip, h1, sizeof(ip));
 	hlen = rxp_ip_hlen(&ip);
 	tot = ntohs(ip.tot_len);
 	if (hlen < RXP_IPV4_HLEN || tot < hlen || pkt->len < hlen ||
 	    rxp_pkt_copy_bits(pkt, 0, h1, hlen))
-		return FAIL(RXP_DROP_IP_HDR);
+		return RXP_DROP_IP_HDR;
 	if (tot > pkt->len)
-		return FAIL(RXP_DROP_IP_TRUNCATED);
+		return RXP_DROP_IP_TRUNCATED;
 	hlen2 = v4_copied_header(h1, hlen, h2);
 	if (!hlen2)
-		return FAIL(RXP_DROP_IP_HDR);
+		return RXP_DROP_IP_HDR;
 	if (tot < pkt->len && rxp_pkt_trim(pkt, tot)) /* link padding */
-		return FAIL(RXP_DROP_IP_HDR);
+		return RXP_DROP_IP_HDR;
 	if (tot <= mtu)
-		return 0; /* fits: passed on as is */
+		return RXP_DROP_NONE; /* fits: passed on as is */
 	frag = ntohs(ip.frag_off);
 	if ((uint32_t)(frag & RXP_IP_OFFMASK) * 8u + (tot - hlen) > 65535u)
-		return FAIL(RXP_DROP_IP_HDR); /* offsets would not fit 13 bits */
+		return RXP_DROP_IP_HDR; /* offsets would not fit 13 bits */
 	if (frag & RXP_IP_DF)
-		return FAIL(RXP_DROP_FRAG_NEEDED_DF);
+		return RXP_DROP_FRAG_NEEDED_DF;
 	if (!ids)
-		return FAIL(RXP_DROP_NOT_SPECIFIED);
+		return RXP_DROP_NOT_SPECIFIED;
 	/* A whole datagram gets a fresh ID; a fragment being cut again keeps
 	 * its ID, its offset base and, on its last piece, its MF flag. */
 	base = (uint32_t)(frag & RXP_IP_OFFMASK) * 8u;
@@ -275,12 +270,12 @@ static int fragment_v4(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table 
 		fh->check = rxp_ip_csum(h, hl);
 		f = build(&c, h, hl, n);
 		if (!f)
-			return FAIL(RXP_DROP_NOMEM);
+			return RXP_DROP_NOMEM;
 		rxp_pkt_enqueue(q, f);
 		pos += n;
 		left -= n;
 	}
-	return 0;
+	return RXP_DROP_NONE;
 }
 
 /* ---- IPv6 ------------------------------------------------------------------ */
@@ -290,9 +285,10 @@ static int fragment_v4(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table 
  * and headers up to the last Routing header (Destination Options before a
  * Routing header belong to it, later ones do not). Sets *unfrag to its
  * length and *nh_off to the offset of the Next Header byte that will name
- * the fragment header. Returns 0, or a negated drop reason.
+ * the fragment header. Returns RXP_DROP_NONE, or why not.
  */
-static int v6_unfragmentable(const uint8_t *p, uint32_t len, uint32_t *unfrag, uint32_t *nh_off)
+static enum rxp_drop_reason v6_unfragmentable(const uint8_t *p, uint32_t len, uint32_t *unfrag,
+					      uint32_t *nh_off)
 {
 	uint32_t off = RXP_IPV6_HLEN;
 	uint8_t nh = p[6];
@@ -303,19 +299,19 @@ static int v6_unfragmentable(const uint8_t *p, uint32_t len, uint32_t *unfrag, u
 		uint32_t hl;
 
 		if (nh == RXP_IPPROTO_FRAGMENT)
-			return FAIL(RXP_DROP_IPV6_EXTHDR); /* already fragmented */
+			return RXP_DROP_IPV6_EXTHDR; /* already fragmented */
 		if (nh != RXP_IPPROTO_HOPOPTS && nh != RXP_IPPROTO_ROUTING &&
 		    nh != RXP_IPPROTO_DSTOPTS)
-			return 0;
+			return RXP_DROP_NONE;
 		if (nh == RXP_IPPROTO_HOPOPTS && off != RXP_IPV6_HLEN)
-			return FAIL(RXP_DROP_IPV6_EXTHDR); /* only first */
+			return RXP_DROP_IPV6_EXTHDR; /* only first */
 		/* Every header of the chain we walk must lie within what
 		 * we copied: a longer unfragmentable part is refused. */
 		if (off + 2 > len)
-			return FAIL(RXP_DROP_IPV6_EXTHDR);
+			return RXP_DROP_IPV6_EXTHDR;
 		hl = ((uint32_t)p[off + 1] + 1) * 8;
 		if (off + hl > len)
-			return FAIL(RXP_DROP_IPV6_EXTHDR);
+			return RXP_DROP_IPV6_EXTHDR;
 		if (nh != RXP_IPPROTO_DSTOPTS) {
 			*unfrag = off + hl;
 			*nh_off = off;
@@ -323,40 +319,40 @@ static int v6_unfragmentable(const uint8_t *p, uint32_t len, uint32_t *unfrag, u
 		nh = p[off];
 		off += hl;
 	}
-	return FAIL(RXP_DROP_IPV6_EXTHDR);
+	return RXP_DROP_IPV6_EXTHDR;
 }
 
-static int fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_pkt_queue *q)
+static enum rxp_drop_reason fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_pkt_queue *q)
 {
 	uint8_t h[RXP_IPV6_UNFRAG_MAX + RXP_IPV6_FRAGHDR_LEN];
 	struct rxp_ipv6hdr ip6;
 	struct rxp_frag6hdr fh;
 	uint32_t seen, tot, unfrag, nh_off, left, max, pos = 0, id;
 	struct cursor c;
-	int rc;
+	enum rxp_drop_reason r;
 
 	if (pkt->len < RXP_IPV6_HLEN)
-		return FAIL(RXP_DROP_IP_HDR);
+		return RXP_DROP_IP_HDR;
 	seen = pkt->len < RXP_IPV6_UNFRAG_MAX ? pkt->len : RXP_IPV6_UNFRAG_MAX;
 	if (rxp_pkt_copy_bits(pkt, 0, h, seen))
-		return FAIL(RXP_DROP_IP_HDR);
+		return RXP_DROP_IP_HDR;
 	memcpy(&ip6, h, sizeof(ip6));
 	tot = RXP_IPV6_HLEN + ntohs(ip6.payload_len);
 	if (!ip6.payload_len && pkt->len > RXP_IPV6_HLEN)
-		return FAIL(RXP_DROP_IPV6_EXTHDR); /* jumbogram: cannot be fragmented */
+		return RXP_DROP_IPV6_EXTHDR; /* jumbogram: cannot be fragmented */
 	if (tot > pkt->len)
-		return FAIL(RXP_DROP_IP_TRUNCATED);
+		return RXP_DROP_IP_TRUNCATED;
 	if (tot < seen)
 		seen = tot;
 	if (tot < pkt->len && rxp_pkt_trim(pkt, tot))
-		return FAIL(RXP_DROP_IP_HDR);
+		return RXP_DROP_IP_HDR;
 	if (tot <= mtu)
-		return 0; /* fits: passed on as is, even if already a fragment */
-	rc = v6_unfragmentable(h, seen, &unfrag, &nh_off);
-	if (rc)
-		return rc;
+		return RXP_DROP_NONE; /* fits: passed on as is, even if already a fragment */
+	r = v6_unfragmentable(h, seen, &unfrag, &nh_off);
+	if (r)
+		return r;
 	if (unfrag + RXP_IPV6_FRAGHDR_LEN + 8 > mtu)
-		return FAIL(RXP_DROP_FRAG_OUT_BAD_MTU);
+		return RXP_DROP_FRAG_OUT_BAD_MTU;
 	max = (mtu - unfrag - RXP_IPV6_FRAGHDR_LEN) & ~7u;
 	id = rxp_ipid_v6();
 	fh.nexthdr = h[nh_off];
@@ -377,12 +373,12 @@ static int fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_pkt_queue *
 		memcpy(h + 4, &(uint16_t){htons(plen)}, 2);
 		f = build(&c, h, unfrag + RXP_IPV6_FRAGHDR_LEN, n);
 		if (!f)
-			return FAIL(RXP_DROP_NOMEM);
+			return RXP_DROP_NOMEM;
 		rxp_pkt_enqueue(q, f);
 		pos += n;
 		left -= n;
 	}
-	return 0;
+	return RXP_DROP_NONE;
 }
 
 /* ---- entry ----------------------------------------------------------------- */
@@ -405,7 +401,8 @@ int rxp_ip_fragment(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table *id
 {
 	struct rxp_pkt_queue q;
 	uint8_t ver = 0;
-	int rc;
+	enum rxp_drop_reason r;
+	int n;
 
 	rxp_pkt_queue_init(&q);
 	for (const struct rxp_pkt *m = pkt->frag_list; m; m = m->next)
@@ -416,32 +413,31 @@ int rxp_ip_fragment(struct rxp_pkt *pkt, uint32_t mtu, struct rxp_ipid_table *id
 	if (mtu > RXP_IP_MAX_MTU)
 		mtu = RXP_IP_MAX_MTU;
 	if (rxp_pkt_copy_bits(pkt, 0, &ver, 1)) {
-		rc = FAIL(RXP_DROP_IP_HDR);
+		r = RXP_DROP_IP_HDR;
 	} else if ((ver >> 4) == 4) {
-		rc = mtu < RXP_IPV4_MIN_MTU ? FAIL(RXP_DROP_FRAG_OUT_BAD_MTU)
-					    : fragment_v4(pkt, mtu, ids, &q);
+		r = mtu < RXP_IPV4_MIN_MTU ? RXP_DROP_FRAG_OUT_BAD_MTU
+					   : fragment_v4(pkt, mtu, ids, &q);
 	} else if ((ver >> 4) == 6) {
-		rc = mtu < RXP_IPV6_MIN_MTU ? FAIL(RXP_DROP_FRAG_OUT_BAD_MTU)
-					    : fragment_v6(pkt, mtu, &q);
+		r = mtu < RXP_IPV6_MIN_MTU ? RXP_DROP_FRAG_OUT_BAD_MTU : fragment_v6(pkt, mtu, &q);
 	} else {
-		rc = FAIL(RXP_DROP_IP_HDR);
+		r = RXP_DROP_IP_HDR;
 	}
-	if (rc) {
+	if (r) {
 		struct rxp_pkt *f;
 
 		/* Half a datagram is useless to the peer: free what was built
 		 * (not drops of their own), drop the original once. */
 		while ((f = rxp_pkt_dequeue(&q)))
 			rxp_pkt_consume(f);
-		rxp_pkt_drop(pkt, FAIL_REASON(rc));
-		return reason_errno(FAIL_REASON(rc));
+		rxp_pkt_drop(pkt, r);
+		return reason_errno(r);
 	}
 	if (!q.len) {
 		rxp_pkt_enqueue(out, pkt);
 		return 1;
 	}
 	rxp_pkt_consume(pkt);
-	rc = (int)q.len;
+	n = (int)q.len;
 	rxp_pkt_queue_splice(out, &q);
-	return rc;
+	return n;
 }

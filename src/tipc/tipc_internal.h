@@ -26,7 +26,7 @@ static inline enum rxp_drop_reason tipc_validate_w0(uint32_t w0, uint32_t len)
 	/* V3: size - hsize only after size >= hsize is known. */
 	if (size < hsize || size > len || size - hsize > RXP_TIPC_MAX_USER_MSG_SIZE)
 		return RXP_DROP_TIPC_HDR;
-	return 0;
+	return RXP_DROP_NONE;
 }
 
 /* The same on a header h of which at least RXP_TIPC_MIN_H_SIZE bytes are

@@ -18,7 +18,7 @@
  *     is the fragm_no expected next (R3);
  *   - l->reasm_pages holds page references of fragments already joined
  *     into l->reasm; it is flushed whenever reassembly ends (message
- *     done, error, reset, fini), so it never holds a page past them.
+ *     done, error, reset), so it never holds a page past them.
  */
 #include <errno.h>
 #include <string.h>
@@ -52,11 +52,6 @@ static void reasm_free(struct rxp_tipc_link *l, enum rxp_drop_reason r)
 }
 
 void rxp_tipc_link_reset(struct rxp_tipc_link *l)
-{
-	reasm_free(l, RXP_DROP_TIPC_LINK_RESET);
-}
-
-void rxp_tipc_link_fini(struct rxp_tipc_link *l)
 {
 	reasm_free(l, RXP_DROP_TIPC_LINK_RESET);
 }
@@ -279,7 +274,7 @@ static void bundle_extract(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 	uint8_t buf[RXP_TIPC_INT_H_SIZE];
 	const uint8_t *h;
 	uint32_t pos, end = pkt->len, cnt = 0, msgcnt = 0;
-	enum rxp_drop_reason stop = 0;
+	enum rxp_drop_reason stop = RXP_DROP_NONE;
 
 	pos = rxp_tipc_hsize(pkt->data); /* V4: inner messages start at hsize */
 	if (pos >= RXP_TIPC_INT_H_SIZE) {

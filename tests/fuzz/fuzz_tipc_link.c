@@ -118,7 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rxp_tipc_link_rcv(&l, p);
 		pos += len;
 	}
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
+	FZ_CHECK(!rxp_pktpool_pkts_outstanding(pp) && !rxp_pktpool_bufs_outstanding(pp)); /* a leak */
 	if (arena) {
 		FZ_CHECK(rxp_page_refcount(arena) == 1); /* a page reference leaked */
 		rxp_page_put(arena);

@@ -606,7 +606,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				 got[i].hash == want[i].hash);
 		FZ_CHECK(L.st.drops - drops0 == want_drops);
 	}
-	rxp_tipc_link_fini(&L);
+	rxp_tipc_link_reset(&L);
 	fz_pool_quiet(pp);
 	return 0;
 }

@@ -51,7 +51,7 @@ struct rxp_page *rxpt_page_new(uint32_t size)
 
 	if (!pg)
 		abort();
-	atomic_init(&pg->refcnt, 1);
+	rxp_page_set_refcount(pg, 1);
 	pg->size = size;
 	pg->addr = (uint8_t *)(pg + 1);
 	pg->release = page_release;

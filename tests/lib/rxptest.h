@@ -14,6 +14,7 @@
 
 #include "rxpath/page.h"
 #include "rxpath/pkt.h"
+#include "rxpath/pktpool.h"
 
 /* xoshiro256** seeded by splitmix64. */
 struct rxpt_rng {

@@ -855,13 +855,36 @@ static void test_ip_info(void **state)
 	free(f);
 }
 
+/* Every layer and tunnel type has a name (for reports), distinct, and
+ * values out of the list get "?". */
+static void test_names(void **state)
+{
+	(void)state;
+	for (unsigned t = 1; t < RXP_LAYER_TYPE_MAX; t++) {
+		assert_string_not_equal(rxp_decap_layer_name((enum rxp_layer_type)t), "?");
+		for (unsigned u = 1; u < t; u++)
+			assert_string_not_equal(rxp_decap_layer_name((enum rxp_layer_type)t),
+						rxp_decap_layer_name((enum rxp_layer_type)u));
+	}
+	for (unsigned t = 0; t < RXP_TUNNEL_TYPE_MAX; t++)
+		for (unsigned u = 0; u < t; u++)
+			assert_string_not_equal(rxp_decap_tunnel_name((enum rxp_tunnel_type)t),
+						rxp_decap_tunnel_name((enum rxp_tunnel_type)u));
+	assert_string_equal(rxp_decap_layer_name(RXP_LAYER_VXLAN), "vxlan");
+	assert_string_equal(rxp_decap_tunnel_name(RXP_TUNNEL_GTPU), "gtp-u");
+	assert_string_equal(rxp_decap_tunnel_name(RXP_TUNNEL_NONE), "none");
+	assert_string_equal(rxp_decap_layer_name((enum rxp_layer_type)0), "?");
+	assert_string_equal(rxp_decap_layer_name(RXP_LAYER_TYPE_MAX), "?");
+	assert_string_equal(rxp_decap_tunnel_name(RXP_TUNNEL_TYPE_MAX), "?");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_link_types), cmocka_unit_test(test_tunnels),
 		cmocka_unit_test(test_fixup),	   cmocka_unit_test(test_fixup_link),
 		cmocka_unit_test(test_truncated),  cmocka_unit_test(test_random_bytes),
-		cmocka_unit_test(test_ip_info),
+		cmocka_unit_test(test_ip_info),	   cmocka_unit_test(test_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

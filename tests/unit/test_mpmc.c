@@ -1,5 +1,5 @@
 /*
- * The MPMC pointer ring behind the pools (src/buf/ring.h): FIFO order, exact
+ * The MPMC pointer ring behind the pools (src/buf/mpmc.h): FIFO order, exact
  * capacity, all-or-nothing bulk and partial burst operations, ranges that
  * wrap past the end of the slots at every offset (copied in two runs), and
  * several producers and consumers at once handing over every pointer exactly
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "rxptest.h"
-#include "buf/ring.h"
+#include "buf/mpmc.h"
 
 static void *tok(uint64_t v)
 {

@@ -433,10 +433,17 @@ static void test_build_and_drop_counts(void **state)
 	rxp_pkt_drop(p, RXP_DROP_FRAG_OVERLAP);
 	p = mkpkt(pp, 1, 0);
 	rxp_pkt_drop(p, (enum rxp_drop_reason)9999); /* out of range: counted as unspecified */
+	p = mkpkt(pp, 1, 0);
+	rxp_pkt_drop(p, RXP_DROP_NONE); /* "valid" is no reason: counted as unspecified */
+	rxp_pktpool_count_drop(pp, RXP_DROP_NONE, 3);
 	rxp_pkt_consume(mkpkt(pp, 1, 0));
 	rxp_pktpool_get_stats(pp, &st);
 	assert_int_equal(st.drops[RXP_DROP_FRAG_OVERLAP], 2);
-	assert_int_equal(st.drops[RXP_DROP_NOT_SPECIFIED], 1);
+	assert_int_equal(st.drops[RXP_DROP_NOT_SPECIFIED], 5);
+	assert_int_equal(st.drops[RXP_DROP_NONE], 0);
+	assert_int_equal(RXP_DROP_NONE, 0);
+	assert_int_not_equal(RXP_DROP_NOT_SPECIFIED, 0);
+	assert_string_equal(rxp_drop_reason_name(RXP_DROP_NONE), "none");
 	assert_int_equal(st.consumed, 1);
 	assert_string_equal(rxp_drop_reason_name(RXP_DROP_FRAG_OVERLAP), "frag_overlap");
 	assert_string_equal(rxp_drop_reason_name(RXP_DROP_MAX), "?");

@@ -33,6 +33,9 @@ static void test_single_thread(void **state)
 	void *objs[1000];
 	struct rxp_pool_stats st;
 
+	/* What the pool was made with. */
+	assert_string_equal(rxp_pool_name(p), "tp");
+	assert_int_equal(rxp_pool_obj_size(p), 100);
 	for (int i = 0; i < 1000; i++) {
 		objs[i] = rxp_pool_get(p);
 		assert_non_null(objs[i]);
@@ -93,6 +96,21 @@ static void test_bad_config(void **state)
 	c.n = 10;
 	c.cache_size = RXP_POOL_CACHE_MAX + 1;
 	assert_null(rxp_pool_create(&c));
+	/* Names: none gives "pool", a long one is cut to 31 bytes. */
+	c.cache_size = 0;
+	{
+		struct rxp_pool *p = rxp_pool_create(&c);
+
+		assert_non_null(p);
+		assert_string_equal(rxp_pool_name(p), "pool");
+		assert_int_equal(rxp_pool_obj_size(p), 8);
+		teardown(p);
+		c.name = "a-pool-name-longer-than-thirty-one-bytes";
+		p = rxp_pool_create(&c);
+		assert_non_null(p);
+		assert_string_equal(rxp_pool_name(p), "a-pool-name-longer-than-thirty-");
+		teardown(p);
+	}
 }
 
 /* ---- two threads: allocate on A, free on B through A's deferred list ---- */
@@ -607,7 +625,7 @@ static void test_stash_churn_threads(void **state)
 	struct rxp_pool_config cfg = {
 		.name = "tp", .obj_size = 64, .n = 256, .cache_size = 32, .obj_init = flag_init};
 	struct rxp_pool *p = rxp_pool_create(&cfg);
-	void *_Atomic slots[CH_SLOTS] = {0};
+	void *_Atomic slots[CH_SLOTS] = {NULL};
 	atomic_int bad = 0;
 	struct churn c[CH_THREADS];
 	pthread_t th[CH_THREADS];

@@ -33,7 +33,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	rxp_tipc_link_fini(&f->l);
+	rxp_tipc_link_reset(&f->l);
 	rxpt_pktpool_teardown(f->pp);
 	free(f);
 	return 0;

@@ -206,7 +206,7 @@ static void test_bundle_extract(void **state)
 		assert_int_equal(l.st.bundled_msgs, 8);
 		assert_int_equal(l.st.msgcnt_mismatch, 0);
 		assert_int_equal(l.st.drops, 0);
-		rxp_tipc_link_fini(&l);
+		rxp_tipc_link_reset(&l);
 	}
 	rxpt_pktpool_teardown(pp);
 }
@@ -253,7 +253,7 @@ static void test_fragment_and_reassemble(void **state)
 		assert_int_equal(l.st.fragments, (unsigned)n);
 		assert_int_equal(l.st.reassembled, 1);
 		assert_null(l.reasm);
-		rxp_tipc_link_fini(&l);
+		rxp_tipc_link_reset(&l);
 	}
 	/* A message that fits is queued as is. */
 	{
@@ -386,7 +386,7 @@ static void test_property_udp_roundtrip(void **state)
 			assert_int_equal(s.sum[i], sums[i]);
 		}
 		assert_int_equal(l.st.drops, 0);
-		rxp_tipc_link_fini(&l);
+		rxp_tipc_link_reset(&l);
 		total += n;
 	}
 	printf("tipc udp round trip: %u rounds, %u messages\n", rounds, total);
@@ -416,7 +416,7 @@ static void test_port_binding(void **state)
 	assert_int_equal(a.n, 1);
 	assert_int_equal(b.n, 1);
 	assert_int_equal(l.st.drop[RXP_DROP_TIPC_NO_PORT], 2);
-	rxp_tipc_link_fini(&l);
+	rxp_tipc_link_reset(&l);
 	rxpt_pktpool_teardown(pp);
 }
 

@@ -5,8 +5,8 @@
  * moving their tail in order. Bulk operations are all-or-nothing; burst
  * operations take what there is. Private to src/buf.
  */
-#ifndef RXP_BUF_RING_H
-#define RXP_BUF_RING_H
+#ifndef RXP_BUF_MPMC_H
+#define RXP_BUF_MPMC_H
 
 #include <sched.h>
 #include <stdbool.h>
