@@ -119,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pos += len;
 	}
 	rxp_tipc_link_reset(&l);
-	FZ_CHECK(!rxp_pktpool_pkts_outstanding(pp) && !rxp_pktpool_bufs_outstanding(pp)); /* a leak */
+	FZ_CHECK(!rxp_pktpool_pkts_outstanding(pp) &&
+		 !rxp_pktpool_bufs_outstanding(pp)); /* a leak */
 	if (arena) {
 		FZ_CHECK(rxp_page_refcount(arena) == 1); /* a page reference leaked */
 		rxp_page_put(arena);
