@@ -19,6 +19,8 @@
 
 RXP_BEGIN_DECLS
 
+struct rxp_pkt;
+
 struct rxp_pktpool;
 
 struct rxp_pktpool_config {
@@ -55,6 +57,14 @@ unsigned rxp_pktpool_headroom(const struct rxp_pktpool *pp);
 unsigned rxp_pktpool_buf_size(const struct rxp_pktpool *pp);
 /* Count drops of frames that never became a packet (e.g. rx_no_buffer). */
 void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n);
+/* Called by rxp_pkt_drop with each of the pool's packets it drops, before
+ * it is freed, on the dropping thread (so it must be thread-safe); it may
+ * read the packet, not keep or change it. For accounting (rxp_ledger):
+ * set it before packets flow, NULL to remove. Drops counted without a
+ * packet (rxp_pktpool_count_drop) do not call it. */
+typedef void (*rxp_pkt_drop_hook_fn)(void *arg, const struct rxp_pkt *pkt,
+				     enum rxp_drop_reason reason);
+void rxp_pktpool_set_drop_hook(struct rxp_pktpool *pp, rxp_pkt_drop_hook_fn fn, void *arg);
 
 RXP_END_DECLS
 

@@ -225,6 +225,8 @@ void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason)
 		reason = RXP_DROP_NOT_SPECIFIED;
 	tid = rxp_thread_id();
 	pktpool_stat_add(tid, &pkt->pool->stats[tid].drops[reason], 1);
+	if (rxp_unlikely(pkt->pool->drop_hook != NULL))
+		pkt->pool->drop_hook(pkt->pool->drop_hook_arg, pkt, reason);
 	pkt_free(pkt);
 }
 

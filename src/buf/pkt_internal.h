@@ -25,6 +25,8 @@ struct rxp_pktpool {
 	uint32_t headroom, buf_size, large_size;
 	struct pktpool_buf_init buf_init, large_init;
 	char name[24];
+	rxp_pkt_drop_hook_fn drop_hook; /* rxp_pktpool_set_drop_hook */
+	void *drop_hook_arg;
 	/* [RXP_MAX_THREADS] is shared by threads past the limit: atomics. */
 	struct pktpool_tstats stats[RXP_MAX_THREADS + 1];
 };

@@ -182,6 +182,12 @@ unsigned rxp_pktpool_buf_size(const struct rxp_pktpool *pp)
 	return pp->buf_size;
 }
 
+void rxp_pktpool_set_drop_hook(struct rxp_pktpool *pp, rxp_pkt_drop_hook_fn fn, void *arg)
+{
+	pp->drop_hook_arg = arg;
+	pp->drop_hook = fn;
+}
+
 void rxp_pktpool_count_drop(struct rxp_pktpool *pp, enum rxp_drop_reason r, uint64_t n)
 {
 	if ((unsigned)r - 1 >= RXP_DROP_MAX - 1) /* NONE or out of range */
