@@ -52,6 +52,11 @@ struct rxp_gen_config {
 	 * 65536 for IPv4. */
 	unsigned in_flight;
 	bool shuffle; /* each datagram's fragments in a random order */
+	/* Address plane: flow f's addresses are 10.(100+net).x.y -> 10.(200+net).x.y,
+	 * fd(01+2net)::x:y -> fd(02+2net)::x:y (default 0), so generators
+	 * that share a stream keep their flows apart. */
+	uint8_t net; /* 0..50 */
+	uint32_t seq_base; /* the payload header's seq is seq_base + the datagram's number */
 };
 
 #define RXP_GEN_IN_FLIGHT_MAX (1u << 20)
@@ -72,6 +77,7 @@ void rxp_gen_get_stats(const struct rxp_gen *g, struct rxp_gen_stats *st);
 /* What a frame is, for sources that account for every datagram. */
 struct rxp_gen_frame {
 	uint64_t seq; /* its datagram's number (0, 1, ...) */
+	uint32_t flow, id; /* its flow (address pair) and IP ID */
 	uint16_t frag, nfrags; /* which fragment (by offset) of how many */
 	bool lost; /* lost on the way (frame loss) */
 	bool last; /* its datagram's last frame to be emitted */
@@ -92,6 +98,11 @@ void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x);
 struct rxp_src {
 	int (*next)(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len);
 	void (*close)(struct rxp_src *s);
+	/* Optional: the frame next() gave last was dropped by the sim NIC's
+	 * hardware side before it became a packet (no posted buffer), for
+	 * sources that account for what they send (the workload's ledger). */
+	void (*dropped)(struct rxp_src *s, const uint8_t *frame, uint32_t len,
+			enum rxp_drop_reason reason);
 };
 struct rxp_src *rxp_src_gen(const struct rxp_gen_config *cfg);
 /* Frames of a pcap/pcapng file; raw-IP frames get an Ethernet header. */

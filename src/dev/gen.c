@@ -143,7 +143,7 @@ struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg)
 	if (g->cfg.min_payload < RXP_GEN_HDR_LEN || g->cfg.max_payload > 65000 ||
 	    g->cfg.min_payload > g->cfg.max_payload || g->cfg.mtu < 68 || g->cfg.mtu > 9200 ||
 	    g->cfg.ipv6_pct > 100 || g->cfg.loss < 0 || g->cfg.loss > 1 ||
-	    g->cfg.in_flight > RXP_GEN_IN_FLIGHT_MAX || g->cfg.flows > 65536) {
+	    g->cfg.in_flight > RXP_GEN_IN_FLIGHT_MAX || g->cfg.flows > 65536 || g->cfg.net > 50) {
 		free(g);
 		errno = EINVAL;
 		return NULL;
@@ -269,19 +269,19 @@ void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x)
 }
 
 /* Addresses of flow f: 10.x.y.z / fd00::x:y. */
-static void addr4(uint32_t f, bool dst, uint8_t *a)
+static void addr4(const struct rxp_gen *g, uint32_t f, bool dst, uint8_t *a)
 {
 	a[0] = 10;
-	a[1] = dst ? 200 : 100;
+	a[1] = (uint8_t)((dst ? 200 : 100) + g->cfg.net);
 	a[2] = (uint8_t)(f >> 8);
 	a[3] = (uint8_t)(f + 1);
 }
 
-static void addr6(uint32_t f, bool dst, uint8_t *a)
+static void addr6(const struct rxp_gen *g, uint32_t f, bool dst, uint8_t *a)
 {
 	memset(a, 0, 16);
 	a[0] = 0xfd;
-	a[1] = dst ? 2 : 1;
+	a[1] = (uint8_t)((dst ? 2 : 1) + 2 * g->cfg.net);
 	a[14] = (uint8_t)(f >> 8);
 	a[15] = (uint8_t)(f + 1);
 }
@@ -313,7 +313,7 @@ static void new_datagram(struct rxp_gen *g, struct gen_slot *sl)
 {
 	uint32_t plen = g->cfg.min_payload +
 			(uint32_t)below(g, g->cfg.max_payload - g->cfg.min_payload + 1);
-	uint32_t seq = (uint32_t)g->emitted;
+	uint32_t seq = g->cfg.seq_base + (uint32_t)g->emitted;
 	uint8_t *u = g->dgram, src[16], dst[16];
 	uint16_t c;
 
@@ -351,11 +351,11 @@ static void new_datagram(struct rxp_gen *g, struct gen_slot *sl)
 	u[6] = u[7] = 0;
 	rxp_gen_fill_payload(u + 8, plen, seq, sl->x);
 	if (sl->v6) {
-		addr6(sl->flow, false, src);
-		addr6(sl->flow, true, dst);
+		addr6(g, sl->flow, false, src);
+		addr6(g, sl->flow, true, dst);
 	} else {
-		addr4(sl->flow, false, src);
-		addr4(sl->flow, true, dst);
+		addr4(g, sl->flow, false, src);
+		addr4(g, sl->flow, true, dst);
 	}
 	c = udp_csum(u, sl->l4_len, src, dst, sl->v6 ? 16 : 4);
 	memcpy(u + 6, &c, 2);
@@ -427,8 +427,8 @@ static uint32_t emit(const struct rxp_gen *g, const struct gen_slot *sl, unsigne
 		ip.frag_off = htons((uint16_t)((more ? RXP_IP_MF : 0) | (pos >> 3)));
 		ip.ttl = 64;
 		ip.protocol = RXP_IPPROTO_UDP;
-		addr4(sl->flow, false, (uint8_t *)&ip.saddr);
-		addr4(sl->flow, true, (uint8_t *)&ip.daddr);
+		addr4(g, sl->flow, false, (uint8_t *)&ip.saddr);
+		addr4(g, sl->flow, true, (uint8_t *)&ip.daddr);
 		ip.check = rxp_ip_csum(&ip, RXP_IPV4_HLEN);
 		memcpy(f + off, &ip, RXP_IPV4_HLEN);
 		off += RXP_IPV4_HLEN;
@@ -440,8 +440,8 @@ static uint32_t emit(const struct rxp_gen *g, const struct gen_slot *sl, unsigne
 		ip6.payload_len = htons((uint16_t)(n + (frag ? RXP_IPV6_FRAGHDR_LEN : 0)));
 		ip6.nexthdr = frag ? RXP_IPPROTO_FRAGMENT : RXP_IPPROTO_UDP;
 		ip6.hop_limit = 64;
-		addr6(sl->flow, false, ip6.saddr);
-		addr6(sl->flow, true, ip6.daddr);
+		addr6(g, sl->flow, false, ip6.saddr);
+		addr6(g, sl->flow, true, ip6.daddr);
 		memcpy(f + off, &ip6, RXP_IPV6_HLEN);
 		off += RXP_IPV6_HLEN;
 		if (frag) {
@@ -510,6 +510,8 @@ int rxp_gen_next_ex(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len
 		}
 		if (info) {
 			info->seq = sl->seq;
+			info->flow = sl->flow;
+			info->id = sl->id;
 			info->frag = (uint16_t)j;
 			info->nfrags = sl->nfr;
 			info->lost = lost;

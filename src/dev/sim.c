@@ -104,7 +104,10 @@ static void hw_rx(struct sim *s, struct simq *sq, unsigned q, unsigned n)
 					 zl_mask(s, sq, sq->len));
 		if (rc == 0)
 			sq->pending++;
-		/* -ENOBUFS: dropped and counted by the ring, as on a NIC. */
+		/* -ENOBUFS: dropped and counted by the ring, as on a NIC; the
+		 * source hears of it if it keeps accounts. */
+		else if (sq->src->dropped)
+			sq->src->dropped(sq->src, sq->buf, sq->len, RXP_DROP_RX_NO_BUFFER);
 	}
 }
 
