@@ -21,12 +21,25 @@
 #include "rxpath/wire.h"
 #include "rxpath/workload.h"
 #include "buf/rng.h"
+#include "core/ledger_internal.h"
 
 #define PENDING 8
-#define TIPC_PEERS 4
+#define TIPC_PEERS LED_TIPC_PEERS
+
+/* What a frame carries, for the ledger. */
+struct finfo {
+	uint8_t kind; /* enum led_kind */
+	bool twin; /* a duplicate or overlapping copy: nothing of its own */
+	bool last; /* UDP: its datagram's last frame; TIPC: its messages are whole */
+	uint16_t ip_id; /* TIPC */
+	uint32_t seq, flow, id; /* UDP: payload seq, flow, IP ID; TIPC: first message */
+	uint32_t n; /* TIPC: messages */
+	unsigned peer;
+};
 
 struct frame {
 	uint32_t len;
+	struct finfo fi;
 	uint8_t b[RXP_GEN_FRAME_MAX];
 };
 
@@ -39,6 +52,9 @@ struct wl {
 	struct rxp_tipc_udp_peer peers[TIPC_PEERS];
 	struct rxp_pkt_queue tipc_out; /* built datagrams not yet emitted */
 	uint32_t tipc_seq;
+	unsigned tipc_peer; /* of the datagrams in tipc_out */
+	uint32_t tipc_frag_seq; /* the message a fragment chain carries */
+	struct finfo fi; /* of the frame being made */
 	struct frame pend[PENDING];
 	unsigned phead, pcount;
 	struct frame held; /* a fragment delayed past the next frame */
@@ -137,7 +153,8 @@ static void make_overlap(struct frame *t, const uint8_t *f, uint32_t len)
  * small messages or one large fragmented message. */
 static int tipc_refill(struct wl *w)
 {
-	struct rxp_tipc_udp_peer *peer = &w->peers[below(w, TIPC_PEERS)];
+	unsigned pi = (unsigned)below(w, TIPC_PEERS);
+	struct rxp_tipc_udp_peer *peer = &w->peers[pi];
 	struct rxp_pkt_queue msgs;
 	unsigned n = below(w, 4) ? 4 + (unsigned)below(w, 28) : 1;
 	uint8_t buf[60000];
@@ -158,7 +175,51 @@ static int tipc_refill(struct wl *w)
 		}
 		rxp_pkt_enqueue(&msgs, m);
 	}
+	w->tipc_peer = pi;
 	return rxp_tipc_udp_build(w->tpp, peer, &msgs, &w->tipc_out) < 0 ? -ENOMEM : 0;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The messages a TIPC frame (at its TIPC header, n bytes) carries, for the
+ * ledger: a bundle's, a fragment chain's one (named by its first
+ * fragment), or a message's own. Each payload begins with its header. */
+static void tipc_info(struct wl *w, const uint8_t *t, uint32_t n, struct finfo *fi)
+{
+	unsigned hs = rxp_tipc_hsize(t);
+
+	fi->kind = LED_TIPC;
+	fi->n = 0;
+	fi->last = true;
+	if (rxp_tipc_user(t) == RXP_TIPC_MSG_BUNDLER) {
+		for (uint32_t off = hs; off + RXP_TIPC_MIN_H_SIZE <= n;) {
+			const uint8_t *m = t + off;
+			uint32_t sz = rxp_tipc_size(m);
+
+			if (sz < rxp_tipc_hsize(m) + 8 || off + sz > n ||
+			    get32(m + rxp_tipc_hsize(m)) != RXP_GEN_MAGIC)
+				break;
+			if (!fi->n++)
+				fi->seq = get32(m + rxp_tipc_hsize(m) + 4);
+			off += (sz + 3) & ~3u;
+		}
+	} else if (rxp_tipc_user(t) == RXP_TIPC_MSG_FRAGMENTER) {
+		unsigned type = rxp_tipc_type(t);
+
+		if (type == RXP_TIPC_FIRST_FRAGMENT && n >= hs + RXP_TIPC_MIN_H_SIZE &&
+		    n >= hs + rxp_tipc_hsize(t + hs) + 8 &&
+		    get32(t + hs + rxp_tipc_hsize(t + hs)) == RXP_GEN_MAGIC)
+			w->tipc_frag_seq = get32(t + hs + rxp_tipc_hsize(t + hs) + 4);
+		fi->seq = w->tipc_frag_seq;
+		fi->n = 1;
+		fi->last = type == RXP_TIPC_LAST_FRAGMENT;
+	} else if (n >= hs + 8 && get32(t + hs) == RXP_GEN_MAGIC) {
+		fi->seq = get32(t + hs + 4);
+		fi->n = 1;
+	}
 }
 
 static int tipc_next(struct wl *w, uint8_t *b, uint32_t cap, uint32_t *len)
@@ -177,11 +238,54 @@ static int tipc_next(struct wl *w, uint8_t *b, uint32_t cap, uint32_t *len)
 	memcpy(b, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00", RXP_ETH_HLEN);
 	rxp_pkt_copy_bits(p, 0, b + RXP_ETH_HLEN, p->len);
 	*len = p->len + RXP_ETH_HLEN;
+	if (w->cfg.ledger) {
+		const uint8_t *ip = b + RXP_ETH_HLEN;
+		uint32_t l3 = (uint32_t)(ip[0] & 0xf) * 4 + 8;
+
+		w->fi.peer = w->tipc_peer;
+		w->fi.ip_id = (uint16_t)(ip[4] << 8 | ip[5]);
+		tipc_info(w, ip + l3, p->len - l3, &w->fi);
+	}
 	if (*len < 60) {
 		memset(b + *len, 0, 60 - *len);
 		*len = 60;
 	}
 	rxp_pkt_consume(p);
+	return 0;
+}
+
+/* The frame in buf goes out: tell the ledger, if this queue keeps it. */
+static void account(struct wl *w, const uint8_t *buf, uint32_t len, const struct finfo *fi)
+{
+	struct rxp_ledger *l = w->cfg.ledger;
+	unsigned q = w->cfg.queue;
+
+	if (!l || !rxp_ledger_ours(l, q, buf, len))
+		return;
+	if (fi->twin)
+		rxp_ledger_sent_twin(l, q);
+	else if (fi->kind == LED_TIPC)
+		rxp_ledger_sent_tipc(l, q, fi->peer, fi->ip_id, fi->seq, fi->n, fi->last);
+	else
+		rxp_ledger_sent_udp(l, q, (enum led_kind)fi->kind, fi->seq, fi->flow, fi->id,
+				    fi->last);
+}
+
+/* The next frame of generator g (kind LED_STD or LED_JUMBO), with its finfo. */
+static int gen_next(struct wl *w, struct rxp_gen *g, enum led_kind kind, uint8_t *buf, uint32_t cap,
+		    uint32_t *len)
+{
+	struct rxp_gen_frame gf;
+	int rc = rxp_gen_next_ex(g, buf, cap, len, &gf, false);
+
+	if (rc)
+		return rc;
+	w->fi = (struct finfo){.kind = (uint8_t)kind,
+			       .last = gf.last,
+			       .seq = (kind == LED_JUMBO ? LED_JUMBO_BASE : LED_STD_BASE) +
+				      (uint32_t)gf.seq,
+			       .flow = gf.flow,
+			       .id = gf.id};
 	return 0;
 }
 
@@ -206,15 +310,16 @@ static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 			w->phead = (w->phead + 1) % PENDING;
 			w->pcount--;
 			w->emitted++;
+			account(w, buf, *len, &f->fi);
 			return 0;
 		}
 		pick = below(w, 100);
 		if (pick < w->cfg.tipc_pct)
 			rc = tipc_next(w, buf, cap, len);
 		else if (pick < w->cfg.tipc_pct + w->cfg.jumbo_pct)
-			rc = rxp_gen_next(w->jumbo, buf, cap, len);
+			rc = gen_next(w, w->jumbo, LED_JUMBO, buf, cap, len);
 		else
-			rc = rxp_gen_next(w->std, buf, cap, len);
+			rc = gen_next(w, w->std, LED_STD, buf, cap, len);
 		if (rc)
 			return rc;
 		if (is_fragment(buf, *len)) {
@@ -226,6 +331,7 @@ static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 			if (!w->holding && chance(w, w->cfg.reorder)) {
 				memcpy(w->held.b, buf, *len);
 				w->held.len = *len;
+				w->held.fi = w->fi;
 				w->holding = true;
 				continue;
 			}
@@ -233,18 +339,31 @@ static int wl_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 			if (chance(w, w->cfg.dup_frag) && (t = pend_push(w))) {
 				memcpy(t->b, buf, *len);
 				t->len = *len;
+				t->fi = (struct finfo){.twin = true};
 			}
 			if (is_v4_fragment(buf, *len) && chance(w, w->cfg.overlap_frag) &&
-			    (t = pend_push(w)))
+			    (t = pend_push(w))) {
 				make_overlap(t, buf, *len);
+				t->fi = (struct finfo){.twin = true};
+			}
 		}
 		if (w->holding && (t0 = pend_push(w))) {
 			*t0 = w->held;
 			w->holding = false;
 		}
 		w->emitted++;
+		account(w, buf, *len, &w->fi);
 		return 0;
 	}
+}
+
+static void wl_dropped(struct rxp_src *s, const uint8_t *frame, uint32_t len,
+		       enum rxp_drop_reason reason)
+{
+	struct wl *w = (struct wl *)s;
+
+	if (w->cfg.ledger)
+		rxp_ledger_frame_dropped(w->cfg.ledger, w->cfg.queue, frame, len, reason);
 }
 
 static void wl_close(struct rxp_src *s)
@@ -264,7 +383,8 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 	struct wl *w;
 
 	rxp_workload_defaults(&cfg);
-	if (cfg.tipc_pct + cfg.jumbo_pct > 100) {
+	if (cfg.tipc_pct + cfg.jumbo_pct > 100 ||
+	    (cfg.ledger && cfg.queue >= rxp_ledger_nqueues(cfg.ledger))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -273,8 +393,10 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 		return NULL;
 	w->src.next = wl_next;
 	w->src.close = wl_close;
+	w->src.dropped = wl_dropped;
 	w->cfg = cfg;
 	w->rng = cfg.seed ^ 0x5258504154485755ull;
+	w->tipc_seq = LED_TIPC_BASE;
 	rxp_pkt_queue_init(&w->tipc_out);
 	{
 		struct rxp_gen_config g = {
@@ -283,10 +405,12 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 			.max_payload = 65000,
 			.ipv6_pct = cfg.ipv6_pct,
 			.mtu = 1500,
-			.flows = 64,
+			.flows = LED_STD_FLOWS,
 			.dport = cfg.udp_port,
 			.in_flight = cfg.in_flight,
 			.shuffle = cfg.shuffle,
+			.net = LED_STD_NET,
+			.seq_base = LED_STD_BASE,
 		};
 		struct rxp_gen_config j = g;
 
@@ -294,7 +418,9 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 		j.min_payload = 1500;
 		j.max_payload = 8900;
 		j.mtu = 9000;
-		j.flows = 16;
+		j.flows = LED_JUMBO_FLOWS;
+		j.net = LED_JUMBO_NET;
+		j.seq_base = LED_JUMBO_BASE;
 		j.in_flight = 0;
 		j.shuffle = false;
 		w->std = rxp_gen_create(&g);

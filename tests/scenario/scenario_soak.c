@@ -2,8 +2,11 @@
  * Soak: the mixed workload with faults (loss, reordering, duplicate and
  * overlapping fragments, zero-length descriptors, TIPC bundles and
  * fragments) for 10^7 frames on 2 worker threads. Asserts: no corrupted
- * payload, packets and pages outstanding back to 0, and resident memory
- * flat after warm-up (no growth beyond a small margin). RXP_SOAK_FRAMES
+ * payload, every datagram and message sent accounted for by the ledger
+ * (delivered, cut by the end of the run, or lost to a counted drop:
+ * unaccounted is 0), packets and pages outstanding back to 0, and resident
+ * memory flat after warm-up (no growth beyond a small margin, less the
+ * ledger's entries, which grow with what is sent). RXP_SOAK_FRAMES
  * overrides the frame count.
  */
 #include <pthread.h>
@@ -26,10 +29,17 @@ struct sink {
 };
 
 static struct rxp_workload_config wl;
+static struct rxp_ledger *ledger;
+static unsigned next_queue; /* the sim opens its queues' sources in order */
 
 static struct rxp_src *open_wl(void *arg)
 {
-	return rxp_workload_src(&wl);
+	struct rxp_workload_config c = wl;
+
+	(void)arg;
+	c.ledger = ledger;
+	c.queue = next_queue++;
+	return rxp_workload_src(&c);
 }
 
 static void check(struct sink *s, unsigned wid, struct rxp_pkt *pkt, uint32_t off)
@@ -38,6 +48,8 @@ static void check(struct sink *s, unsigned wid, struct rxp_pkt *pkt, uint32_t of
 
 	if (rxp_pkt_copy_bits(pkt, off, s->buf[wid], len) || rxp_gen_verify(s->buf[wid], len))
 		atomic_fetch_add(&s->bad, 1);
+	else
+		rxp_ledger_delivered(ledger, s->buf[wid], len);
 	rxp_pkt_consume(pkt);
 }
 
@@ -103,7 +115,12 @@ static void test_soak(void **state)
 	long rss_warm = 0, rss_max = 0;
 	unsigned samples = 0; /* taken after warm-up while the run went on */
 
+	struct rxp_ledger_tally lt;
+
 	wl = (struct rxp_workload_config){.seed = rxpt_seed("soak"), .frames = total};
+	ledger = rxp_ledger_create(NW);
+	assert_non_null(ledger);
+	rxp_pktpool_set_drop_hook(pp, rxp_ledger_dropped, ledger);
 	for (int i = 0; i < NW; i++)
 		s.buf[i] = malloc(1 << 17);
 	dev = rxp_fault_wrap(rxp_sim_open(&sc, pp), &fc);
@@ -122,7 +139,7 @@ static void test_soak(void **state)
 		if (done)
 			break;
 		rxp_worker_group_stats(grp, &st, &i4, &i6, &u, &rc, &ts);
-		long r = rss_kb();
+		long r = rss_kb() - (long)(rxp_ledger_entry_bytes(ledger) / 1024);
 
 		/* warm-up: the first quarter (pools, rings, reassembly at its cap) */
 		if (st.rx_frames < total / 4)
@@ -134,8 +151,9 @@ static void test_soak(void **state)
 		samples++;
 	}
 	pthread_join(th, NULL);
-	if (rss_warm && rss_kb() > rss_max)
-		rss_max = rss_kb(); /* the end state counts too */
+	if (rss_warm && rss_kb() - (long)(rxp_ledger_entry_bytes(ledger) / 1024) > rss_max)
+		rss_max =
+			rss_kb() - (long)(rxp_ledger_entry_bytes(ledger) / 1024); /* the end too */
 	rxp_worker_group_stats(grp, &st, &i4, &i6, &u, &rc, &ts);
 	printf("[soak] %llu frames, %lu datagrams, %lu messages, %lu corrupted; reasm OK %llu "
 	       "fails %llu evictions %llu; RSS after warm-up %ld KiB, max %ld KiB (%u samples)\n",
@@ -158,6 +176,28 @@ static void test_soak(void **state)
 		printf("[soak] run too short to sample memory after warm-up: not checked\n");
 	rxp_worker_group_destroy(grp);
 	assert_int_equal(rxp_dev_close(dev), 0);
+	/* Every drop has happened (teardown included): the ledger balances. */
+	rxp_ledger_tally(ledger, &lt);
+	printf("[soak] sent %llu datagrams, %llu messages, %llu frames; delivered %llu + %llu; "
+	       "cut %llu; lost %llu (injected %llu, frag_timeout %llu, frag_overlap %llu); "
+	       "unaccounted %llu, unidentified drops %llu, phantom %llu\n",
+	       (unsigned long long)lt.datagrams, (unsigned long long)lt.messages,
+	       (unsigned long long)lt.frames, (unsigned long long)lt.delivered_datagrams,
+	       (unsigned long long)lt.delivered_messages, (unsigned long long)lt.cut,
+	       (unsigned long long)lt.lost_total,
+	       (unsigned long long)lt.lost[RXP_DROP_FAULT_INJECT],
+	       (unsigned long long)lt.lost[RXP_DROP_FRAG_TIMEOUT],
+	       (unsigned long long)lt.lost[RXP_DROP_FRAG_OVERLAP],
+	       (unsigned long long)lt.unaccounted, (unsigned long long)lt.unidentified,
+	       (unsigned long long)lt.phantom);
+	assert_int_equal(lt.unaccounted, 0);
+	assert_int_equal(lt.phantom, 0);
+	assert_int_equal(lt.delivered_datagrams, atomic_load(&s.datagrams));
+	assert_int_equal(lt.delivered_messages, atomic_load(&s.messages));
+	assert_true(lt.lost[RXP_DROP_FAULT_INJECT] > 0); /* the fault wrapper's loss is seen */
+	assert_int_equal(lt.delivered_twice, 0);
+	rxp_pktpool_set_drop_hook(pp, NULL, NULL);
+	rxp_ledger_destroy(ledger);
 	for (int i = 0; i < NW; i++)
 		free(s.buf[i]);
 	rxpt_pktpool_teardown(pp);
