@@ -54,6 +54,7 @@ struct run_ctx {
 	struct rxp_pcap_writer *writer[RXP_WORKER_MAX];
 	char *wpath[RXP_WORKER_MAX];
 	bool stamp_wall; /* the device stamps nothing: use the wall clock */
+	struct rxp_ledger *ledger; /* the built-in workload's accounting */
 };
 
 static void check_payload(struct run_ctx *c, unsigned wid, const struct rxp_pkt *pkt, uint32_t off)
@@ -71,6 +72,8 @@ static void check_payload(struct run_ctx *c, unsigned wid, const struct rxp_pkt 
 	}
 	if (rxp_pkt_copy_bits(pkt, off, c->buf[wid], len) || rxp_gen_verify(c->buf[wid], len))
 		c->corrupted[wid]++;
+	else if (c->ledger)
+		rxp_ledger_delivered(c->ledger, c->buf[wid], len);
 }
 
 /* A delivered UDP datagram (data at the payload). Consumes pkt. */
@@ -119,7 +122,9 @@ static void usage(FILE *f)
 		"2 KiB buffers, TIPC over UDP with bundles and fragmented messages; reordered,\n"
 		"duplicate and overlapping fragments), under the fault wrapper (0.1%% frame\n"
 		"loss, zero-length descriptors), deterministic from --seed; every payload is\n"
-		"verified.\n\n"
+		"verified, and every datagram and message the workload sends is accounted\n"
+		"for: delivered, cut by the end of the run, or lost to a counted drop\n"
+		"(sent, lost by cause, unaccounted in the summary).\n\n"
 		"  -w, --workers N       worker threads, 1..%d (default: online CPUs)\n"
 		"  -n, --frames N        frames the workload sends (default 2000000; suffix k m "
 		"g)\n"
@@ -160,6 +165,7 @@ static uint64_t now_ns(void)
 }
 
 static struct rxp_workload_config wl_cfg;
+static unsigned wl_next_queue; /* the sim opens its queues' sources in order */
 static struct rxp_worker_group *runner_group;
 static volatile bool runner_done;
 static uint64_t runner_end_ns;
@@ -191,6 +197,15 @@ static int stop_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *le
 	return ss->inner->next(ss->inner, buf, cap, len);
 }
 
+static void stop_dropped(struct rxp_src *s, const uint8_t *frame, uint32_t len,
+			 enum rxp_drop_reason reason)
+{
+	struct stop_src *ss = (struct stop_src *)s;
+
+	if (ss->inner->dropped)
+		ss->inner->dropped(ss->inner, frame, len, reason);
+}
+
 static void stop_close(struct rxp_src *s)
 {
 	struct stop_src *ss = (struct stop_src *)s;
@@ -203,16 +218,20 @@ static struct rxp_src *open_workload(void *arg)
 {
 	struct stop_src *ss = calloc(1, sizeof(*ss));
 
+	struct rxp_workload_config c = wl_cfg;
+
 	(void)arg;
 	if (!ss)
 		return NULL;
-	ss->inner = rxp_workload_src(&wl_cfg);
+	c.queue = wl_next_queue++;
+	ss->inner = rxp_workload_src(&c);
 	if (!ss->inner) {
 		free(ss);
 		return NULL;
 	}
 	ss->src.next = stop_next;
 	ss->src.close = stop_close;
+	ss->src.dropped = stop_dropped;
 	return &ss->src;
 }
 
@@ -276,6 +295,8 @@ struct result {
 	double span; /* seconds the capture covers (pcap), else 0 */
 	uint64_t pkts_out, pages_out;
 	const char *input; /* "workload", "pcap", "iface", "dev" */
+	bool ledger; /* acct holds the built-in workload's accounting */
+	struct rxp_ledger_tally acct;
 };
 
 /* "N (x/s)" or, with a capture's span, "N (x/s wall, y/s capture time)". */
@@ -286,6 +307,26 @@ static void rate(FILE *f, const struct result *r, double n, const char *unit)
 			unit);
 	else
 		fprintf(f, "(%.0f%s/s)", n / r->wall, unit);
+}
+
+/* What the ledger says, for the built-in workload (text). */
+static void ledger_text(FILE *f, const struct rxp_ledger_tally *a)
+{
+	fprintf(f,
+		"  sent        %llu datagrams, %llu messages, %llu frames; delivered %llu + %llu; "
+		"cut at the end %llu\n",
+		U(a->datagrams), U(a->messages), U(a->frames), U(a->delivered_datagrams),
+		U(a->delivered_messages), U(a->cut));
+	fprintf(f, "  lost        %llu:", U(a->lost_total));
+	if (a->lost[RXP_DROP_FAULT_INJECT])
+		fprintf(f, " injected_loss %llu", U(a->lost[RXP_DROP_FAULT_INJECT]));
+	for (unsigned d = 0; d < RXP_DROP_MAX; d++)
+		if (a->lost[d] && d != RXP_DROP_FAULT_INJECT)
+			fprintf(f, " %s %llu", rxp_drop_reason_name(d), U(a->lost[d]));
+	fprintf(f, "\n  unaccounted %llu%s\n", U(a->unaccounted + a->phantom),
+		a->unaccounted || a->phantom ? " (a datagram or message vanished or appeared "
+					       "without a counted reason: a bug)"
+					     : "");
 }
 
 static void summary_text(FILE *f, const struct totals *t, const struct result *r)
@@ -342,6 +383,8 @@ static void summary_text(FILE *f, const struct totals *t, const struct result *r
 		U(t->tipc.packets), U(t->tipc.bundles), U(t->tipc.bundled_msgs),
 		U(t->tipc.fragments), U(t->tipc.reassembled), U(t->tipc.delivered),
 		U(t->tipc.drops));
+	if (r->ledger)
+		ledger_text(f, &r->acct);
 	fprintf(f, "  drops by reason:%s\n", drops_total(t) ? "" : " none");
 	for (unsigned d = 0; d < RXP_DROP_MAX; d++)
 		if (t->pool.drops[d])
@@ -349,6 +392,8 @@ static void summary_text(FILE *f, const struct totals *t, const struct result *r
 				U(t->pool.drops[d]));
 	fprintf(f, "  outstanding packets %llu, pages %llu\n", U(r->pkts_out), U(r->pages_out));
 }
+
+static void ledger_json(FILE *f, const struct rxp_ledger_tally *a);
 
 static void summary_json(FILE *f, const struct totals *t, const struct result *r)
 {
@@ -413,10 +458,30 @@ static void summary_json(FILE *f, const struct totals *t, const struct result *r
 	fprintf(f,
 		"\"device\":{\"rx_no_buffer\":%llu,\"rx_dropped\":%llu,\"zero_len_descs\":%llu,"
 		"\"fault_lost\":%llu,\"fault_duplicated\":%llu,\"fault_reordered\":%llu,"
-		"\"pp_fast\":%llu,\"pp_slow\":%llu,\"pp_recycled\":%llu}}\n",
+		"\"pp_fast\":%llu,\"pp_slow\":%llu,\"pp_recycled\":%llu}",
 		U(t->dev.rx_no_buffer), U(t->dev.rx_dropped), U(t->dev.zero_len_descs),
 		U(t->dev.fault_lost), U(t->dev.fault_duplicated), U(t->dev.fault_reordered),
 		U(t->dev.pp_fast), U(t->dev.pp_slow), U(t->dev.pp_recycled));
+	if (r->ledger)
+		ledger_json(f, &r->acct);
+	fputs("}\n", f);
+}
+
+/* The ledger's keys (built-in workload only): inserted before the final
+ * "device" object's closing brace by summary_json. */
+static void ledger_json(FILE *f, const struct rxp_ledger_tally *a)
+{
+	fprintf(f,
+		",\"sent\":{\"datagrams\":%llu,\"messages\":%llu,\"frames\":%llu},"
+		"\"delivered\":{\"datagrams\":%llu,\"messages\":%llu},"
+		"\"lost\":{\"injected_loss\":%llu,\"cut_at_end\":%llu",
+		U(a->datagrams), U(a->messages), U(a->frames), U(a->delivered_datagrams),
+		U(a->delivered_messages), U(a->lost[RXP_DROP_FAULT_INJECT]), U(a->cut));
+	for (unsigned d = 0; d < RXP_DROP_MAX; d++)
+		if (a->lost[d] && d != RXP_DROP_FAULT_INJECT)
+			fprintf(f, ",\"%s\":%llu", rxp_drop_reason_name(d), U(a->lost[d]));
+	fprintf(f, "},\"unaccounted\":%llu,\"unidentified_drops\":%llu",
+		U(a->unaccounted + a->phantom), U(a->unidentified));
 }
 
 struct run_opts {
@@ -770,9 +835,22 @@ static int run_main(int argc, char **argv)
 		fprintf(stderr, "rxpath run: cannot create the packet pool: %s\n", strerror(errno));
 		return RXP_EXIT_FAIL;
 	}
+	/* The built-in workload accounts for every datagram it sends. */
+	if (!o.iface && !o.pcap && !o.spec) {
+		ctx.ledger = rxp_ledger_create(o.nw);
+		if (!ctx.ledger) {
+			fprintf(stderr, "rxpath run: cannot create the ledger: %s\n",
+				strerror(errno));
+			rxp_pktpool_destroy(pp);
+			return RXP_EXIT_FAIL;
+		}
+		wl_cfg.ledger = ctx.ledger;
+		rxp_pktpool_set_drop_hook(pp, rxp_ledger_dropped, ctx.ledger);
+	}
 	dev = open_input(&o, pp, &r.input);
 	if (!dev) {
 		rxp_pktpool_destroy(pp);
+		rxp_ledger_destroy(ctx.ledger);
 		return RXP_EXIT_USAGE;
 	}
 	ctx.verify = !strcmp(r.input, "workload");
@@ -821,6 +899,11 @@ static int run_main(int argc, char **argv)
 	r.pages_out = rxp_dev_close(dev);
 	r.pkts_out = rxp_pktpool_pkts_outstanding(pp) + rxp_pktpool_bufs_outstanding(pp);
 	rxp_pktpool_get_stats(pp, &t.pool); /* the teardown's drops too */
+	if (ctx.ledger) {
+		/* every drop has happened, the teardown's too: the ledger balances */
+		rxp_ledger_tally(ctx.ledger, &r.acct);
+		r.ledger = true;
+	}
 	if (o.write) {
 		int wr = close_writers(&ctx, o.write, o.nw);
 
@@ -841,6 +924,14 @@ static int run_main(int argc, char **argv)
 			U(r.pkts_out), U(r.pages_out), U(t.corrupted));
 		rc = RXP_EXIT_FAIL;
 	}
+	if (r.ledger && (r.acct.unaccounted || r.acct.phantom)) {
+		fprintf(stderr,
+			"rxpath run: FAILED: %llu datagrams or messages unaccounted (sent, "
+			"neither delivered nor lost to a counted drop), %llu delivered that "
+			"were never sent\n",
+			U(r.acct.unaccounted), U(r.acct.phantom));
+		rc = RXP_EXIT_FAIL;
+	}
 	if (t.udp.csum_auto_off)
 		fprintf(stderr,
 			"rxpath run: over 1 in 10 of the first %u UDP checksums were wrong: taken "
@@ -848,6 +939,7 @@ static int run_main(int argc, char **argv)
 			"checking)\n",
 			RXP_UDP_CSUM_SAMPLE);
 	rxp_pktpool_destroy(pp);
+	rxp_ledger_destroy(ctx.ledger);
 	for (unsigned i = 0; i < o.nw; i++)
 		free(ctx.buf[i]);
 	return rc;
