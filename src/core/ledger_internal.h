@@ -39,7 +39,7 @@ void rxp_ledger_sent_tipc(struct rxp_ledger *l, unsigned q, unsigned peer, uint1
 void rxp_ledger_sent_twin(struct rxp_ledger *l, unsigned q);
 
 /* Queue q's hardware side dropped this frame before it became a packet. */
-void rxp_ledger_frame_dropped(struct rxp_ledger *l, unsigned q, const uint8_t *frame,
-			      uint32_t len, enum rxp_drop_reason reason);
+void rxp_ledger_frame_dropped(struct rxp_ledger *l, unsigned q, const uint8_t *frame, uint32_t len,
+			      enum rxp_drop_reason reason);
 
 #endif
