@@ -13,7 +13,7 @@
  *   truesize = memory charged to this packet (metadata, head buffer, frags,
  *              frag_list members); reassembly memory caps use it.
  *
- * Ownership (DESIGN.md rule 1): a function that takes a packet either
+ * Ownership (docs/design.md rule 1): a function that takes a packet either
  * consumes it on every path or does not take it at all; its comment says
  * "consumes pkt". Packets leave through rxp_pkt_consume() (normal end of
  * life) or rxp_pkt_drop() (counted by reason). Clones share the head buffer

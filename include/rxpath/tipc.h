@@ -8,13 +8,13 @@
  * arrive at the top level are handed to an optional control callback, or
  * dropped with a counted reason when there is none.
  *
- * Ownership (DESIGN.md rule 1): every function here that takes a
+ * Ownership (docs/design.md rule 1): every function here that takes a
  * struct rxp_pkt * consumes it on every path (delivers it to a sink, keeps
  * it in the reassembly context, or drops it with a reason). None returns
  * "whether the caller still owns it": that is the leak of seed thread 000.
  *
  * Field layout, users, types and the rules V1-V5, B1-B5 and R1-R8 follow
- * shared/reference/tipc.md.
+ * docs/design.md (TIPC receive rules).
  */
 #ifndef RXPATH_TIPC_H
 #define RXPATH_TIPC_H

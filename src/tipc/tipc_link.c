@@ -1,7 +1,7 @@
 /*
  * TIPC link receive: the one entry point (rxp_tipc_link_rcv), bundle
  * extraction, per-link reassembly and dispatch by user
- * (include/rxpath/tipc.h, shared/reference/tipc.md section 6).
+ * (include/rxpath/tipc.h, docs/design.md, TIPC receive rules).
  *
  * Invariants:
  *   - every function here that takes a packet consumes it on every path:
