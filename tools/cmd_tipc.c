@@ -221,7 +221,7 @@ static int cmd_tipc(int argc, char **argv)
 			uint64_t before = l.st.reassembled;
 
 			rxp_pkt_pull(d, 28);
-			rxp_tipc_udp_rcv(&l, d);
+			rxp_tipc_link_rcv(&l, d);
 			describe(out, ++frame, frameb + RXP_ETH_HLEN + 28,
 				 ph.len - RXP_ETH_HLEN - 28, l.st.reassembled != before);
 		}

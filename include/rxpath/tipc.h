@@ -322,9 +322,28 @@ void rxp_tipc_link_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt);
 
 /* ---- UDP bearer ---------------------------------------------------------------- */
 
-/* A UDP datagram's payload for the TIPC port (pkt->data at the TIPC header):
- * hands it to the link. Consumes pkt. */
-void rxp_tipc_udp_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt);
+/*
+ * The bearer's receive side: one link per peer (source address, UDP
+ * source port), made when a peer's first datagram arrives, in a table of
+ * npeers links; a datagram from a peer past the table is dropped
+ * (TIPC_NO_LINK) and counted (peers_full). Every link delivers data to the
+ * one sink given at creation. Not thread-safe: one per worker.
+ */
+struct rxp_tipc_bearer;
+/* NULL with errno (EINVAL: npeers 0 or above 4096). */
+struct rxp_tipc_bearer *rxp_tipc_bearer_create(struct rxp_pktpool *pp, unsigned npeers,
+					       rxp_tipc_sink_fn sink, void *arg);
+/* Resets every link (partial messages dropped as TIPC_LINK_RESET), frees. */
+void rxp_tipc_bearer_destroy(struct rxp_tipc_bearer *b);
+/* A UDP datagram for the TIPC port, as rxpath's UDP delivery hands it
+ * (pkt->data at the TIPC header; the IP and UDP headers linear at
+ * network_off and transport_off): to its peer's link. An rxp_udp_handler_fn
+ * (arg: the bearer). Consumes pkt. */
+void rxp_tipc_bearer_rcv(void *bearer, struct rxp_pkt *pkt);
+/* The links' counters summed into *links; datagrams refused for a full
+ * table in *peers_full; live links in *npeers. Any may be NULL. */
+void rxp_tipc_bearer_stats(const struct rxp_tipc_bearer *b, struct rxp_tipc_link_stats *links,
+			   uint64_t *peers_full, unsigned *npeers);
 
 /* Where a sender's datagrams go. */
 struct rxp_tipc_udp_peer {

@@ -1,9 +1,9 @@
 /*
  * Workers and their poll loop (include/rxpath/worker.h).
  *
- * Each worker owns: its network stack (reassembly table, UDP ports), a small
- * table of TIPC links keyed by peer (address, port), and an inbox ring that
- * other workers steer packets into. Invariants:
+ * Each worker owns: its network stack (reassembly table, UDP ports), a TIPC
+ * bearer (its links, one per peer: src/tipc/tipc_bearer.c) bound to UDP port
+ * 6118, and an inbox ring that other workers steer packets into. Invariants:
  *   - a packet taken from a queue or an inbox is consumed before the next
  *     one is looked at (delivered to a sink or dropped with a reason);
  *   - worker i polls the queues q with q % nworkers == i, and only worker i
@@ -44,13 +44,6 @@
 #define BUSY_POLL_NS 200000ull
 #define SLEEP_MS 10
 
-struct tipc_peer {
-	bool used;
-	uint8_t addr[16];
-	uint16_t port;
-	struct rxp_tipc_link link;
-};
-
 struct rxp_worker {
 	struct rxp_worker_group *g;
 	unsigned id;
@@ -70,7 +63,7 @@ struct rxp_worker {
 	 * instead of losing packets between workers. */
 	struct rxp_pkt *stash[STASH_MAX];
 	unsigned nstash;
-	struct tipc_peer peers[RXP_WORKER_TIPC_PEERS];
+	struct rxp_tipc_bearer *tipc; /* NULL without cfg.tipc */
 } __rxp_cache_aligned;
 
 struct rxp_worker_group {
@@ -102,53 +95,6 @@ static void on_tipc_msg(void *arg, struct rxp_pkt *pkt)
 		w->g->cfg.on_message(w->g->cfg.arg, w, pkt);
 	else
 		rxp_pkt_consume(pkt);
-}
-
-static struct tipc_peer *tipc_peer_of(struct rxp_worker *w, const struct rxp_pkt *pkt)
-{
-	/* rxp_udp_rcv left the IP and UDP headers linear and located. */
-	const uint8_t *ip = pkt->head + pkt->network_off;
-	const struct rxp_udphdr *uh = (const void *)(pkt->head + pkt->transport_off);
-	struct tipc_peer *free_slot = NULL;
-	uint8_t addr[16] = {0};
-
-	if ((ip[0] >> 4) == 4)
-		memcpy(addr, ip + 12, 4);
-	else
-		memcpy(addr, ip + 8, 16);
-	for (unsigned i = 0; i < RXP_WORKER_TIPC_PEERS; i++) {
-		struct tipc_peer *p = &w->peers[i];
-
-		if (!p->used) {
-			if (!free_slot)
-				free_slot = p;
-			continue;
-		}
-		if (p->port == uh->source && !memcmp(p->addr, addr, 16))
-			return p;
-	}
-	if (!free_slot)
-		return NULL;
-	free_slot->used = true;
-	memcpy(free_slot->addr, addr, 16);
-	free_slot->port = uh->source;
-	rxp_tipc_link_init(&free_slot->link, w->g->cfg.pp);
-	rxp_tipc_link_bind(&free_slot->link, RXP_TIPC_PORT_ANY, on_tipc_msg, w);
-	return free_slot;
-}
-
-/* UDP port 6118: the TIPC bearer. Consumes pkt. */
-static void on_tipc_udp(void *arg, struct rxp_pkt *pkt)
-{
-	struct rxp_worker *w = arg;
-	struct tipc_peer *p = tipc_peer_of(w, pkt);
-
-	if (!p) {
-		w->st.tipc_peers_full++;
-		rxp_pkt_drop(pkt, RXP_DROP_TIPC_NO_LINK);
-		return;
-	}
-	rxp_tipc_udp_rcv(&p->link, pkt);
 }
 
 /* Every other UDP port: the application. Consumes pkt. */
@@ -370,9 +316,7 @@ static void worker_free(struct rxp_worker *w)
 			rxp_pkt_drop(obj, RXP_DROP_TEARDOWN);
 	for (unsigned i = 0; i < w->nstash; i++)
 		rxp_pkt_drop(w->stash[i], RXP_DROP_TEARDOWN);
-	for (unsigned i = 0; i < RXP_WORKER_TIPC_PEERS; i++)
-		if (w->peers[i].used)
-			rxp_tipc_link_reset(&w->peers[i].link);
+	rxp_tipc_bearer_destroy(w->tipc);
 	if (w->net.defrag)
 		rxp_net_fini(&w->net);
 	free(w->inbox);
@@ -419,7 +363,10 @@ struct rxp_worker_group *rxp_worker_group_create(const struct rxp_worker_config 
 		w->inbox = rxp_mpmc_create(g->cfg.inbox);
 		if (!w->inbox || w->wake_fd < 0 || rxp_net_init(&w->net, &g->cfg.defrag))
 			goto fail;
-		if (g->cfg.tipc && rxp_udp_bind(&w->net, RXP_TIPC_UDP_PORT, on_tipc_udp, w))
+		if (g->cfg.tipc &&
+		    (!(w->tipc = rxp_tipc_bearer_create(g->cfg.pp, RXP_WORKER_TIPC_PEERS,
+							on_tipc_msg, w)) ||
+		     rxp_udp_bind(&w->net, RXP_TIPC_UDP_PORT, rxp_tipc_bearer_rcv, w->tipc)))
 			goto fail;
 		if (rxp_udp_bind(&w->net, 0, on_udp, w))
 			goto fail;
@@ -611,8 +558,13 @@ void rxp_worker_group_stats(struct rxp_worker_group *g, struct rxp_worker_stats 
 		add_u64s(reasm, &c, sizeof(c));
 		/* the high-water mark is a maximum, not a sum */
 		reasm->mem_high_water = hw > c.mem_high_water ? hw : c.mem_high_water;
-		for (unsigned p = 0; p < RXP_WORKER_TIPC_PEERS; p++)
-			if (w->peers[p].used)
-				add_u64s(tipc, &w->peers[p].link.st, sizeof(*tipc));
+		if (w->tipc) {
+			struct rxp_tipc_link_stats ls;
+			uint64_t full;
+
+			rxp_tipc_bearer_stats(w->tipc, &ls, &full, NULL);
+			add_u64s(tipc, &ls, sizeof(ls));
+			st->tipc_peers_full += full;
+		}
 	}
 }

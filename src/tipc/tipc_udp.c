@@ -2,9 +2,7 @@
  * TIPC UDP bearer (include/rxpath/tipc.h): TIPC messages as the bare
  * payload of UDP datagrams, port 6118 by default.
  *
- * Receive: rxpath's UDP delivery calls rxp_tipc_udp_rcv() with pkt->data at
- * the TIPC header; the packet goes to the link entry point, which consumes
- * it. Send: rxp_tipc_udp_build() turns a queue of messages into IPv4/UDP
+ * Receive is the bearer's peer table (tipc_bearer.c). Send: rxp_tipc_udp_build() turns a queue of messages into IPv4/UDP
  * datagrams for one peer, bundling what fits the path MTU and fragmenting
  * what does not.
  *
@@ -26,11 +24,6 @@
 #include "rxpath/wire.h"
 
 #define ENCAP_LEN (RXP_IPV4_HLEN + sizeof(struct rxp_udphdr))
-
-void rxp_tipc_udp_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
-{
-	rxp_tipc_link_rcv(l, pkt);
-}
 
 uint32_t rxp_tipc_udp_tipc_mtu(const struct rxp_tipc_udp_peer *peer)
 {

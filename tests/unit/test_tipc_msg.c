@@ -378,7 +378,7 @@ static void test_property_udp_roundtrip(void **state)
 		tt_link(&l, pp, &s);
 		while ((d = rxp_pkt_dequeue(&out))) {
 			assert_true(d->len <= peer.mtu);
-			rxp_tipc_udp_rcv(&l, strip_udp(d));
+			rxp_tipc_link_rcv(&l, strip_udp(d));
 		}
 		assert_int_equal(s.n, n);
 		for (i = 0; i < n; i++) {
