@@ -87,18 +87,10 @@ static struct fdesc *make_feed(uint32_t nd, uint32_t k, uint32_t pay, enum order
 
 static void fill_ip(uint8_t *b, const struct fdesc *f)
 {
-	struct rxp_iphdr *ip = (struct rxp_iphdr *)b;
-
-	memset(ip, 0, 20);
-	ip->ver_ihl = 0x45;
-	ip->tot_len = htons((uint16_t)(20 + f->len));
-	ip->id = htons((uint16_t)f->dgram);
-	ip->frag_off = htons((uint16_t)((f->off / 8) | (f->mf ? RXP_IP_MF : 0)));
-	ip->ttl = 64;
-	ip->protocol = 17;
-	ip->saddr = htonl(0x0a000000u + (f->dgram >> 16)); /* ids wrap at 65536 */
-	ip->daddr = htonl(0x0a800001u);
-	ip->check = rxp_ip_csum(ip, 20);
+	rxp_ipv4_build(b, RXP_IPPROTO_UDP, (uint16_t)(20 + f->len), (uint16_t)f->dgram,
+		       (uint16_t)((f->off / 8) | (f->mf ? RXP_IP_MF : 0)), 64,
+		       htonl(0x0a000000u + (f->dgram >> 16)) /* ids wrap at 65536 */,
+		       htonl(0x0a800001u));
 	memset(b + 20, (int)(f->dgram & 0xff), f->len);
 }
 

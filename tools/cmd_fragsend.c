@@ -54,22 +54,8 @@ static int parse_mac(const char *s, uint8_t mac[6])
 static uint16_t udp_csum(const void *saddr, const void *daddr, unsigned alen, const uint8_t *udp,
 			 uint32_t len)
 {
-	uint32_t sum = rxp_csum_partial(saddr, alen, 0);
-	uint16_t x;
-
-	sum = rxp_csum_partial(daddr, alen, sum);
-	x = htons(RXP_IPPROTO_UDP);
-	sum = rxp_csum_partial(&x, 2, sum);
-	if (alen == 16) {
-		uint32_t l = htonl(len);
-		sum = rxp_csum_partial(&l, 4, sum);
-	} else {
-		x = htons((uint16_t)len);
-		sum = rxp_csum_partial(&x, 2, sum);
-	}
-	sum = rxp_csum_partial(udp, len, sum);
-	x = rxp_csum_fold(sum);
-	return x ? x : 0xffff;
+	return rxp_udp_csum_field(rxp_csum_partial(
+		udp, len, rxp_pseudo_sum(saddr, daddr, alen, RXP_IPPROTO_UDP, len)));
 }
 
 /* The whole IP datagram (header + UDP + payload) in buf; returns its length. */
@@ -98,16 +84,9 @@ static uint32_t build_datagram(const struct fs_opts *o, uint8_t *buf, int *v6)
 		memcpy(buf, &ip, sizeof(ip));
 		udp = buf + RXP_IPV6_HLEN;
 	} else {
-		struct rxp_iphdr ip = {.ver_ihl = 0x45,
-				       .tot_len = htons((uint16_t)(20 + ulen)),
-				       .ttl = 64,
-				       .protocol = RXP_IPPROTO_UDP};
-
 		if (inet_pton(AF_INET, o->src, &s4) != 1 || inet_pton(AF_INET, o->dst, &d4) != 1)
 			return 0;
-		ip.saddr = s4;
-		ip.daddr = d4;
-		memcpy(buf, &ip, sizeof(ip));
+		rxp_ipv4_build(buf, RXP_IPPROTO_UDP, (uint16_t)(20 + ulen), 0, 0, 64, s4, d4);
 		udp = buf + RXP_IPV4_HLEN;
 	}
 	memcpy(udp, &uh, sizeof(uh));

@@ -182,18 +182,37 @@ static inline void rxp_tipc_set_bits(uint8_t *h, unsigned w, unsigned hi, unsign
 uint32_t rxp_tipc_get(const uint8_t *h, enum rxp_tipc_field f);
 void rxp_tipc_set(uint8_t *h, enum rxp_tipc_field f, uint32_t v);
 
+/* Word 0's fields from the word itself, for code that reads it once
+ * (stores to the packet may alias the header bytes). */
+static inline unsigned rxp_tipc_w0_version(uint32_t w0)
+{
+	return w0 >> 29;
+}
+static inline unsigned rxp_tipc_w0_user(uint32_t w0)
+{
+	return (w0 >> 25) & 15u;
+}
+static inline unsigned rxp_tipc_w0_hsize(uint32_t w0)
+{
+	return ((w0 >> 21) & 15u) * 4;
+}
+static inline uint32_t rxp_tipc_w0_size(uint32_t w0)
+{
+	return w0 & 0x1ffffu;
+}
+
 /* The hot fields, inline (h holds at least 24 bytes). */
 static inline unsigned rxp_tipc_user(const uint8_t *h)
 {
-	return rxp_tipc_bits(h, 0, 28, 25);
+	return rxp_tipc_w0_user(rxp_tipc_word(h, 0));
 }
 static inline unsigned rxp_tipc_hsize(const uint8_t *h)
 {
-	return rxp_tipc_bits(h, 0, 24, 21) * 4;
+	return rxp_tipc_w0_hsize(rxp_tipc_word(h, 0));
 }
 static inline uint32_t rxp_tipc_size(const uint8_t *h)
 {
-	return rxp_tipc_bits(h, 0, 16, 0);
+	return rxp_tipc_w0_size(rxp_tipc_word(h, 0));
 }
 static inline unsigned rxp_tipc_type(const uint8_t *h)
 {

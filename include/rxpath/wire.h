@@ -145,6 +145,63 @@ static inline uint16_t rxp_ip_csum(const void *hdr, unsigned hlen)
 	return rxp_csum_fold(rxp_csum_partial(hdr, hlen, 0));
 }
 
+/* ---- builders ----------------------------------------------------------- */
+
+/* The pseudo-header sum of an upper-layer checksum (UDP: RFC 768; IPv6:
+ * RFC 8200 section 8.1): source and destination addresses of alen bytes
+ * (4 or 16), the protocol and the upper-layer length. Partial: add the
+ * upper-layer bytes to it, then fold. */
+static inline uint32_t rxp_pseudo_sum(const void *saddr, const void *daddr, unsigned alen,
+				      uint8_t proto, uint32_t len)
+{
+	uint32_t s = rxp_csum_partial(saddr, alen, 0);
+
+	s = rxp_csum_partial(daddr, alen, s);
+	if (alen == 16) {
+		const uint32_t w[2] = {htonl(len), htonl(proto)};
+
+		return rxp_csum_partial(w, sizeof(w), s);
+	}
+	{
+		const uint16_t w[2] = {htons(proto), htons((uint16_t)len)};
+
+		return rxp_csum_partial(w, sizeof(w), s);
+	}
+}
+
+/* A UDP checksum field from a sum over the pseudo-header and the datagram:
+ * a computed 0 is sent as 0xffff (0 means "no checksum", RFC 768). */
+static inline uint16_t rxp_udp_csum_field(uint32_t sum)
+{
+	uint16_t c = rxp_csum_fold(sum);
+
+	return c ? c : 0xffff;
+}
+
+/* Write a 20-byte IPv4 header (no options) with its checksum: tot_len,
+ * id and frag_off (flags and offset in 8-byte units) in host order, the
+ * addresses in network order. */
+static inline void rxp_ipv4_build(void *hdr, uint8_t proto, uint16_t tot_len, uint16_t id,
+				  uint16_t frag_off, uint8_t ttl, uint32_t saddr, uint32_t daddr)
+{
+	struct rxp_iphdr ip;
+
+	/* field by field: C++ (these headers are C++-clean) has no
+	 * out-of-order or partial designated initializers */
+	ip.ver_ihl = 0x45;
+	ip.tos = 0;
+	ip.tot_len = htons(tot_len);
+	ip.id = htons(id);
+	ip.frag_off = htons(frag_off);
+	ip.ttl = ttl;
+	ip.protocol = proto;
+	ip.check = 0;
+	ip.saddr = saddr;
+	ip.daddr = daddr;
+	ip.check = rxp_ip_csum(&ip, RXP_IPV4_HLEN);
+	memcpy(hdr, &ip, RXP_IPV4_HLEN);
+}
+
 RXP_END_DECLS
 
 #endif

@@ -289,21 +289,8 @@ static void addr6(const struct rxp_gen *g, uint32_t f, bool dst, uint8_t *a)
 static uint16_t udp_csum(const uint8_t *l4, uint32_t l4_len, const uint8_t *src, const uint8_t *dst,
 			 unsigned alen)
 {
-	uint32_t sum = rxp_csum_partial(src, alen, 0);
-	uint16_t w[2] = {htons(RXP_IPPROTO_UDP), htons((uint16_t)l4_len)};
-	uint16_t c;
-
-	sum = rxp_csum_partial(dst, alen, sum);
-	if (alen == 16) {
-		uint32_t l = htonl(l4_len), nh = htonl(RXP_IPPROTO_UDP);
-
-		sum = rxp_csum_partial(&l, 4, sum);
-		sum = rxp_csum_partial(&nh, 4, sum);
-	} else {
-		sum = rxp_csum_partial(w, 4, sum);
-	}
-	c = rxp_csum_fold(rxp_csum_partial(l4, l4_len, sum));
-	return c ? c : 0xffff;
+	return rxp_udp_csum_field(rxp_csum_partial(
+		l4, l4_len, rxp_pseudo_sum(src, dst, alen, RXP_IPPROTO_UDP, l4_len)));
 }
 
 /* Start the next datagram in slot sl: its UDP header and payload made
@@ -418,19 +405,13 @@ static uint32_t emit(const struct rxp_gen *g, const struct gen_slot *sl, unsigne
 		more = pos + n < sl->l4_len;
 	}
 	if (!sl->v6) {
-		struct rxp_iphdr ip;
+		uint32_t sa, da;
 
-		memset(&ip, 0, sizeof(ip));
-		ip.ver_ihl = 0x45;
-		ip.tot_len = htons((uint16_t)(RXP_IPV4_HLEN + n));
-		ip.id = htons((uint16_t)sl->id);
-		ip.frag_off = htons((uint16_t)((more ? RXP_IP_MF : 0) | (pos >> 3)));
-		ip.ttl = 64;
-		ip.protocol = RXP_IPPROTO_UDP;
-		addr4(g, sl->flow, false, (uint8_t *)&ip.saddr);
-		addr4(g, sl->flow, true, (uint8_t *)&ip.daddr);
-		ip.check = rxp_ip_csum(&ip, RXP_IPV4_HLEN);
-		memcpy(f + off, &ip, RXP_IPV4_HLEN);
+		addr4(g, sl->flow, false, (uint8_t *)&sa);
+		addr4(g, sl->flow, true, (uint8_t *)&da);
+		rxp_ipv4_build(f + off, RXP_IPPROTO_UDP, (uint16_t)(RXP_IPV4_HLEN + n),
+			       (uint16_t)sl->id, (uint16_t)((more ? RXP_IP_MF : 0) | (pos >> 3)),
+			       64, sa, da);
 		off += RXP_IPV4_HLEN;
 	} else {
 		struct rxp_ipv6hdr ip6;

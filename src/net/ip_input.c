@@ -185,16 +185,9 @@ static uint32_t pseudo_sum(const struct rxp_pkt *pkt, bool v6, uint32_t ulen)
 {
 	uint8_t buf[40];
 	const uint8_t *h = rxp_pkt_header_pointer(pkt, 0, v6 ? 40 : 20, buf);
-	uint32_t s;
 
-	if (v6) {
-		s = rxp_csum_partial(h + 8, 32, 0);
-		s = rxp_csum_partial(&(uint32_t){htonl(ulen)}, 4, s);
-		return rxp_csum_partial(&(uint32_t){htonl(RXP_IPPROTO_UDP)}, 4, s);
-	}
-	s = rxp_csum_partial(h + 12, 8, 0);
-	return rxp_csum_partial(&(uint16_t[2]){htons(RXP_IPPROTO_UDP), htons((uint16_t)ulen)}, 4,
-				s);
+	return v6 ? rxp_pseudo_sum(h + 8, h + 24, 16, RXP_IPPROTO_UDP, ulen)
+		  : rxp_pseudo_sum(h + 12, h + 16, 4, RXP_IPPROTO_UDP, ulen);
 }
 
 /* The checksum of a UDP datagram under the net's mode (see net.h). */

@@ -14,11 +14,11 @@
  */
 static inline enum rxp_drop_reason tipc_validate_w0(uint32_t w0, uint32_t len)
 {
-	unsigned hsize = ((w0 >> 21) & 15u) * 4;
-	uint32_t size = w0 & 0x1ffffu;
+	unsigned hsize = rxp_tipc_w0_hsize(w0);
+	uint32_t size = rxp_tipc_w0_size(w0);
 
 	/* V1 */
-	if (len < RXP_TIPC_MIN_H_SIZE || w0 >> 29 != RXP_TIPC_VERSION)
+	if (len < RXP_TIPC_MIN_H_SIZE || rxp_tipc_w0_version(w0) != RXP_TIPC_VERSION)
 		return RXP_DROP_TIPC_HDR;
 	/* V2 */
 	if (hsize < RXP_TIPC_MIN_H_SIZE || hsize > RXP_TIPC_MAX_H_SIZE || hsize > len)

@@ -225,13 +225,13 @@ void rxp_tipc_link_rcv(struct rxp_tipc_link *l, struct rxp_pkt *pkt)
 	}
 	/* Trailing bytes beyond size are ignored (case 9): from here on
 	 * pkt->len == size. */
-	size = w0 & 0x1ffffu;
+	size = rxp_tipc_w0_size(w0);
 	if (rxp_unlikely(size < pkt->len))
 		rxp_pkt_trim(pkt, size);
 	/* A fragment whose header is linear goes straight to reassembly, as
 	 * dispatch() would send it at the top level. */
-	if (h == pkt->data && ((w0 >> 25) & 15u) == RXP_TIPC_MSG_FRAGMENTER &&
-	    rxp_pkt_headlen(pkt) >= ((w0 >> 21) & 15u) * 4) {
+	if (h == pkt->data && rxp_tipc_w0_user(w0) == RXP_TIPC_MSG_FRAGMENTER &&
+	    rxp_pkt_headlen(pkt) >= rxp_tipc_w0_hsize(w0)) {
 		reasm_rcv(l, pkt);
 		return;
 	}

@@ -62,29 +62,17 @@ static int encap(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer, struct 
 	uh->len = htons((uint16_t)(len + sizeof(*uh)));
 	uh->check = 0;
 	ip = (struct rxp_iphdr *)rxp_pkt_push(pkt, RXP_IPV4_HLEN);
-	ip->ver_ihl = 0x45;
-	ip->tos = 0;
-	ip->tot_len = htons((uint16_t)(len + ENCAP_LEN));
-	ip->id = htons(peer->ip_id++);
-	ip->frag_off = htons(RXP_IP_DF);
-	ip->ttl = 64;
-	ip->protocol = RXP_IPPROTO_UDP;
-	ip->check = 0;
-	ip->saddr = peer->saddr;
-	ip->daddr = peer->daddr;
-	ip->check = rxp_ip_csum(ip, RXP_IPV4_HLEN);
+	rxp_ipv4_build(ip, RXP_IPPROTO_UDP, (uint16_t)(len + ENCAP_LEN), peer->ip_id++, RXP_IP_DF,
+		       64, peer->saddr, peer->daddr);
 	/* UDP checksum over the pseudo header, UDP header and payload. */
-	sum = rxp_csum_partial(&ip->saddr, 8, 0);
-	sum += htons(RXP_IPPROTO_UDP);
-	sum += uh->len;
+	sum = rxp_pseudo_sum(&ip->saddr, &ip->daddr, 4, RXP_IPPROTO_UDP,
+			     len + (uint32_t)sizeof(*uh));
 	csum = rxp_pkt_csum(pkt, RXP_IPV4_HLEN, len + (uint32_t)sizeof(*uh), sum);
 	if (csum < 0) {
 		rxp_pkt_drop(pkt, RXP_DROP_NOT_SPECIFIED);
 		return -EINVAL;
 	}
-	uh->check = rxp_csum_fold((uint32_t)csum);
-	if (!uh->check)
-		uh->check = 0xffff;
+	uh->check = rxp_udp_csum_field((uint32_t)csum);
 	rxp_pkt_enqueue(out, pkt);
 	return 0;
 }
