@@ -99,6 +99,10 @@ cause "No such file or directory" /nonexistent.pcap run --pcap /nonexistent.pcap
 cause "Is a directory" adir run --pcap adir
 cause "not a pcap or pcapng capture" notpcap run --pcap notpcap
 cause "No such file or directory" /nonexistent/dir/x.pcap run -w 1 -n 100 --write /nonexistent/dir/x.pcap
+# several workers write temporary files merged at the end: the output is
+# still refused before the run (no summary), not after it with exit 1
+cause "No such file or directory" /nonexistent/dir/x.pcap run -w 2 -n 100 --write /nonexistent/dir/x.pcap
+[ -s out ] && { bad "run -w 2 --write /nonexistent/dir/x.pcap: ran before refusing it"; cat out; }
 cause "No such file or directory" /nonexistent/x.pcap capture --dev sim:count=10 --write /nonexistent/x.pcap
 cause "No such file or directory" /nonexistent.pcap capture --read /nonexistent.pcap --write x.pcap
 cause "No such device" nosuch0 run --iface nosuch0 -d 1
