@@ -135,7 +135,7 @@ validate() { # schema json-file label
 	$PY - "$SRC/docs" "$1" "$2" <<'PY' && ok "$3 validates against $1" || bad "$3 does not validate against $1"
 import json, sys, jsonschema
 d, name, f = sys.argv[1:4]
-store = {n: json.load(open(f"{d}/{n}")) for n in ("drops.schema.json", "run.schema.json", "capture.schema.json")}
+store = {n: json.load(open(f"{d}/{n}")) for n in ("drops.schema.json", "run.schema.json", "capture.schema.json", "defrag.schema.json")}
 res = jsonschema.RefResolver(base_uri="", referrer=store[name], store=store)
 jsonschema.validate(json.load(open(f)), store[name], resolver=res)
 PY
@@ -206,6 +206,12 @@ n=$(tshark -r w.pcap -T fields -e frame.time_epoch 2>/dev/null | sort -c -g 2>&1
 c=$(capinfos -c -M w.pcap | awk '/Number of packets/ {print $NF}')
 [ "$n" -eq 0 ] && [ "$c" -eq 200 ] && ok "run --write: 200 datagrams in time order from 4 workers" ||
 	bad "run --write: $c datagrams, order: $n complaints"
+# defrag --json: its summary on stdout (stderr when OUT is -), every key in
+# docs/defrag.schema.json, with one policy and with all of them
+"$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }
+validate defrag.schema.json d.json "defrag --json"
+"$RXPATH" defrag --json --policy all mix.pcap - >/dev/null 2>da.json || { bad "defrag --policy all --json: rc $?"; }
+validate defrag.schema.json da.json "defrag --policy all --json (on stderr, OUT is -)"
 "$RXPATH" run --pcap mix.pcap -w 1 -q >text 2>err
 grep -q "the capture spans 0.60" text && grep -q "in capture time" text && ok "text summary gives the span and both rates" ||
 	{ bad "text summary rates"; cat text; }
