@@ -63,6 +63,13 @@ usage tipc tipc write x.pcap
 usage bench bench bogus
 [ -e bench ] && bad "bench bogus created bench/" || ok "bench bogus created nothing"
 usage bench bench --out
+if [ -x "$(dirname "$RXPATH")/rxpath-bench-ring" ]; then # built with RXP_BENCH
+	usage "bench ring" bench ring --runs abc
+	usage "bench ring" bench ring --runs 7x
+	usage "bench ring" bench ring --threads 0
+	usage "bench ring" bench ring --bogus
+	usage "bench ring" bench ring --runs
+fi
 usage fragsend fragsend --if lo
 usage fragsend fragsend --size abc --if lo --src 10.0.0.1 --dst 10.0.0.2 --dmac 00:00:00:00:00:01
 usage defrag defrag --mem-limit -1 a b
