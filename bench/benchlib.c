@@ -1,5 +1,6 @@
 /* Shared benchmark plumbing (see benchlib.h). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <pthread.h>
@@ -16,6 +17,22 @@
 #include <rte_eal.h>
 #endif
 
+/* A whole decimal number in lo..hi, else the CLI's one-line usage error
+ * ("rxpath bench NAME: ..." on stderr, exit 2). */
+static int bench_int(const char *name, const char *opt, const char *v, long lo, long hi)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < lo || x > hi) {
+		fprintf(stderr, "rxpath bench %s: bad %s '%s' (%ld..%ld)\n", name, opt, v, lo, hi);
+		exit(2);
+	}
+	return (int)x;
+}
+
 void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 		 const char *description)
 {
@@ -30,15 +47,11 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 	o->quick = 0;
 	o->outdir = NULL;
 	o->threads_max = 0;
-	while ((c = getopt_long(argc, argv, "r:qo:t:h", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":r:qo:t:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			o->runs = atoi(optarg);
-			if (o->runs < 5 || o->runs > BENCH_RUNS_MAX) {
-				fprintf(stderr, "%s: --runs must be 5 to %d\n", name,
-					BENCH_RUNS_MAX);
-				exit(2);
-			}
+			o->runs = bench_int(name, "--runs", optarg, 5, BENCH_RUNS_MAX);
 			break;
 		case 'q':
 			o->quick = 1;
@@ -47,7 +60,7 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 			o->outdir = optarg;
 			break;
 		case 't':
-			o->threads_max = atoi(optarg);
+			o->threads_max = bench_int(name, "--threads", optarg, 1, 1024);
 			break;
 		case 'h':
 			printf("usage: rxpath bench %s [--runs N] [--quick] [--outdir DIR] "
@@ -60,9 +73,20 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 			       "CPUs)\n",
 			       name, description, name);
 			exit(0);
+		case ':':
+			fprintf(stderr, "rxpath bench %s: %s needs a value\n", name,
+				argv[optind - 1]);
+			exit(2);
 		default:
+			fprintf(stderr,
+				"rxpath bench %s: unknown option %s (see rxpath bench %s --help)\n",
+				name, argv[optind - 1], name);
 			exit(2);
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rxpath bench %s: unexpected argument '%s'\n", name, argv[optind]);
+		exit(2);
 	}
 	if (!o->threads_max)
 		o->threads_max = (int)sysconf(_SC_NPROCESSORS_ONLN);

@@ -53,6 +53,7 @@ struct run_ctx {
 	/* --write: one writer per worker (its own file, in time order) */
 	struct rxp_pcap_writer *writer[RXP_WORKER_MAX];
 	char *wpath[RXP_WORKER_MAX];
+	struct rxp_pcap_writer *out; /* with several: the merged output */
 	bool stamp_wall; /* the device stamps nothing: use the wall clock */
 	struct rxp_ledger *ledger; /* the built-in workload's accounting */
 };
@@ -654,14 +655,16 @@ static struct rxp_dev *open_input(const struct run_opts *o, struct rxp_pktpool *
 
 /* ---- --write: a file per worker, merged by time ------------------------- */
 
-static int open_writers(struct run_ctx *c, const char *path, unsigned nw)
+static int open_writers(struct run_ctx *c, const char *path, unsigned nw, const char **what)
 {
 	const char *tmp = getenv("TMPDIR");
 
+	*what = path;
 	if (nw == 1) {
 		c->writer[0] = rxp_pcap_writer_open(path, true);
 		return c->writer[0] ? 0 : -errno;
 	}
+	*what = "a temporary file";
 	for (unsigned i = 0; i < nw; i++) {
 		int fd, err;
 
@@ -679,23 +682,24 @@ static int open_writers(struct run_ctx *c, const char *path, unsigned nw)
 		if (!c->writer[i])
 			return -errno;
 	}
-	return 0;
+	/* The merged output now, not after the run: a path that cannot be
+	 * written is refused before any work. */
+	*what = path;
+	c->out = rxp_pcap_writer_open(path, true);
+	return c->out ? 0 : -errno;
 }
 
 /* Merge the per-worker files into path by timestamp (each is in order). */
-static int merge_writers(struct run_ctx *c, const char *path, unsigned nw)
+static int merge_writers(struct run_ctx *c, unsigned nw)
 {
 	pcap_t *in[RXP_WORKER_MAX] = {0};
 	struct pcap_pkthdr *h[RXP_WORKER_MAX];
 	const u_char *d[RXP_WORKER_MAX];
 	bool live[RXP_WORKER_MAX] = {0};
 	char err[PCAP_ERRBUF_SIZE];
-	struct rxp_pcap_writer *out;
+	struct rxp_pcap_writer *out = c->out;
 	int rc = 0;
 
-	out = rxp_pcap_writer_open(path, true);
-	if (!out)
-		return -errno;
 	for (unsigned i = 0; i < nw; i++) {
 		in[i] = pcap_open_offline_with_tstamp_precision(c->wpath[i],
 								PCAP_TSTAMP_PRECISION_NANO, err);
@@ -727,8 +731,6 @@ static int merge_writers(struct run_ctx *c, const char *path, unsigned nw)
 	for (unsigned i = 0; i < nw; i++)
 		if (in[i])
 			pcap_close(in[i]);
-	if (rxp_pcap_writer_close(out))
-		rc = -EIO;
 	return rc;
 }
 
@@ -741,7 +743,10 @@ static int close_writers(struct run_ctx *c, const char *path, unsigned nw)
 		if (c->writer[i] && rxp_pcap_writer_close(c->writer[i]))
 			rc = -EIO;
 	if (nw > 1 && path && !rc && c->wpath[nw - 1])
-		rc = merge_writers(c, path, nw);
+		rc = merge_writers(c, nw);
+	if (c->out && rxp_pcap_writer_close(c->out) && !rc)
+		rc = -EIO;
+	c->out = NULL;
 	for (unsigned i = 0; i < nw; i++)
 		if (c->wpath[i]) {
 			unlink(c->wpath[i]);
@@ -809,6 +814,7 @@ static int run_main(int argc, char **argv)
 	struct rxp_worker_group *g;
 	struct result r = {0};
 	struct totals t;
+	const char *what;
 	FILE *out;
 	uint64_t t0;
 	int rc;
@@ -855,9 +861,8 @@ static int run_main(int argc, char **argv)
 	}
 	ctx.verify = !strcmp(r.input, "workload");
 	ctx.stamp_wall = !o.pcap;
-	if (o.write && (rc = open_writers(&ctx, o.write, o.nw)) != 0) {
-		fprintf(stderr, "rxpath run: cannot write %s: %s\n",
-			o.nw == 1 ? o.write : "a temporary file", rxp_cli_cause(-rc));
+	if (o.write && (rc = open_writers(&ctx, o.write, o.nw, &what)) != 0) {
+		fprintf(stderr, "rxpath run: cannot write %s: %s\n", what, rxp_cli_cause(-rc));
 		close_writers(&ctx, NULL, o.nw);
 		rxp_dev_close(dev);
 		rxp_pktpool_destroy(pp);

@@ -63,6 +63,13 @@ usage tipc tipc write x.pcap
 usage bench bench bogus
 [ -e bench ] && bad "bench bogus created bench/" || ok "bench bogus created nothing"
 usage bench bench --out
+if [ -x "$(dirname "$RXPATH")/rxpath-bench-ring" ]; then # built with RXP_BENCH
+	usage "bench ring" bench ring --runs abc
+	usage "bench ring" bench ring --runs 7x
+	usage "bench ring" bench ring --threads 0
+	usage "bench ring" bench ring --bogus
+	usage "bench ring" bench ring --runs
+fi
 usage fragsend fragsend --if lo
 usage fragsend fragsend --size abc --if lo --src 10.0.0.1 --dst 10.0.0.2 --dmac 00:00:00:00:00:01
 usage defrag defrag --mem-limit -1 a b
@@ -99,6 +106,10 @@ cause "No such file or directory" /nonexistent.pcap run --pcap /nonexistent.pcap
 cause "Is a directory" adir run --pcap adir
 cause "not a pcap or pcapng capture" notpcap run --pcap notpcap
 cause "No such file or directory" /nonexistent/dir/x.pcap run -w 1 -n 100 --write /nonexistent/dir/x.pcap
+# several workers write temporary files merged at the end: the output is
+# still refused before the run (no summary), not after it with exit 1
+cause "No such file or directory" /nonexistent/dir/x.pcap run -w 2 -n 100 --write /nonexistent/dir/x.pcap
+[ -s out ] && { bad "run -w 2 --write /nonexistent/dir/x.pcap: ran before refusing it"; cat out; }
 cause "No such file or directory" /nonexistent/x.pcap capture --dev sim:count=10 --write /nonexistent/x.pcap
 cause "No such file or directory" /nonexistent.pcap capture --read /nonexistent.pcap --write x.pcap
 cause "No such device" nosuch0 run --iface nosuch0 -d 1
@@ -131,7 +142,7 @@ validate() { # schema json-file label
 	$PY - "$SRC/docs" "$1" "$2" <<'PY' && ok "$3 validates against $1" || bad "$3 does not validate against $1"
 import json, sys, jsonschema
 d, name, f = sys.argv[1:4]
-store = {n: json.load(open(f"{d}/{n}")) for n in ("drops.schema.json", "run.schema.json", "capture.schema.json")}
+store = {n: json.load(open(f"{d}/{n}")) for n in ("drops.schema.json", "run.schema.json", "capture.schema.json", "defrag.schema.json")}
 res = jsonschema.RefResolver(base_uri="", referrer=store[name], store=store)
 jsonschema.validate(json.load(open(f)), store[name], resolver=res)
 PY
@@ -202,6 +213,12 @@ n=$(tshark -r w.pcap -T fields -e frame.time_epoch 2>/dev/null | sort -c -g 2>&1
 c=$(capinfos -c -M w.pcap | awk '/Number of packets/ {print $NF}')
 [ "$n" -eq 0 ] && [ "$c" -eq 200 ] && ok "run --write: 200 datagrams in time order from 4 workers" ||
 	bad "run --write: $c datagrams, order: $n complaints"
+# defrag --json: its summary on stdout (stderr when OUT is -), every key in
+# docs/defrag.schema.json, with one policy and with all of them
+"$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }
+validate defrag.schema.json d.json "defrag --json"
+"$RXPATH" defrag --json --policy all mix.pcap - >/dev/null 2>da.json || { bad "defrag --policy all --json: rc $?"; }
+validate defrag.schema.json da.json "defrag --policy all --json (on stderr, OUT is -)"
 "$RXPATH" run --pcap mix.pcap -w 1 -q >text 2>err
 grep -q "the capture spans 0.60" text && grep -q "in capture time" text && ok "text summary gives the span and both rates" ||
 	{ bad "text summary rates"; cat text; }
