@@ -92,7 +92,9 @@ static void wiretap_init_once(void)
 	for (int d = DLT_SCAN - 1; d >= 0; d--) {
 		int e = wtap_pcap_encap_to_wtap_encap(d);
 
-		if (e >= 0 && e < ENCAP_MAX)
+		/* DLT values wiretap does not know map to WTAP_ENCAP_UNKNOWN,
+		 * which must stay without one (it got DLT 4, unassigned) */
+		if (e > WTAP_ENCAP_UNKNOWN && e < ENCAP_MAX)
 			encap_dlt[e] = d;
 	}
 }
