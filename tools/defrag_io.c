@@ -216,6 +216,7 @@ int dio_read(struct dio_in *in, struct dio_rec *r)
 		g_free(info);
 		return 0;
 	}
+	g_free(info); /* some readers leave a message on success too */
 	in->have_rec = true;
 	memset(r, 0, sizeof(*r));
 	r->number = ++in->count;
