@@ -4,7 +4,9 @@
 # sanitizers), runs once over its corpus (tests/fuzz/corpus/TARGET, and
 # what the last fuzz-long run found in the fuzz build, if any); the
 # profiles are merged with llvm-profdata and llvm-cov prints line,
-# function and region coverage for every file under src/.
+# function and region coverage for every file under src/, and for
+# tools/opt.c and tools/defrag_io.c (the number parser and the capture
+# files of rxpath defrag, which fuzz_opt and fuzz_dio link).
 #
 # Usage: scripts/fuzz-cov.sh [COVBUILD] [FUZZBUILD]
 #   (defaults build/fuzz-cov, build/fuzz; COVBUILD must be configured with
@@ -38,7 +40,8 @@ done
 # shellcheck disable=SC2086
 "$llvmcov" report -instr-profile="$prof/all.profdata" "$first" $objs \
 	-show-region-summary=false -show-branch-summary=false \
-	-ignore-filename-regex='(tests|tools|bench|examples)/' "$src/src" >"$prof/report.txt"
-echo "line coverage of src/ by the fuzz corpora (llvm-cov report: $prof/report.txt)"
+	-ignore-filename-regex='(tests|bench|examples)/' "$src/src" "$src/tools/opt.c" "$src/tools/defrag_io.c" \
+	>"$prof/report.txt"
+echo "line coverage of src/, tools/opt.c and tools/defrag_io.c by the fuzz corpora (llvm-cov report: $prof/report.txt)"
 awk 'NR > 2 && $1 !~ /^-/ && NF >= 7 {
 	printf "%-26s %6d of %6d lines  %7s\n", $1, $5 - $6, $5, $7 }' "$prof/report.txt"

@@ -92,7 +92,9 @@ static void wiretap_init_once(void)
 	for (int d = DLT_SCAN - 1; d >= 0; d--) {
 		int e = wtap_pcap_encap_to_wtap_encap(d);
 
-		if (e >= 0 && e < ENCAP_MAX)
+		/* DLT values wiretap does not know map to WTAP_ENCAP_UNKNOWN,
+		 * which must stay without one (it got DLT 4, unassigned) */
+		if (e > WTAP_ENCAP_UNKNOWN && e < ENCAP_MAX)
 			encap_dlt[e] = d;
 	}
 }
@@ -135,6 +137,19 @@ struct dio_in *dio_open_in(const char *path, char *err, size_t errlen)
 	return in;
 }
 
+/* A pcap record's fraction of a second is a 32-bit field that may say
+ * more than a second (a damaged file); both readers give it scaled to
+ * nanoseconds in 32 bits (libpcap unsigned, wiretap in an int, negative
+ * past 2^31). Read as unsigned and carried into the seconds, the two agree
+ * and what is written out again is a valid timestamp. */
+static void ts_carry(wtap_rec *rec)
+{
+	uint32_t f = (uint32_t)rec->ts.nsecs;
+
+	rec->ts.secs += f / 1000000000u;
+	rec->ts.nsecs = (int)(f % 1000000000u);
+}
+
 /* dio_read through libpcap: in->rec gets what the writers read of it. */
 static int read_pcap(struct dio_in *in, struct dio_rec *r)
 {
@@ -155,8 +170,11 @@ static int read_pcap(struct dio_in *in, struct dio_rec *r)
 	}
 	in->rec.rec_type = REC_TYPE_PACKET;
 	in->rec.presence_flags = WTAP_HAS_TS | WTAP_HAS_CAP_LEN;
-	in->rec.ts.secs = h->ts.tv_sec;
-	in->rec.ts.nsecs = (int)h->ts.tv_usec; /* opened with nanosecond precision */
+	/* the file's seconds are unsigned 32 bits (as wiretap reads them);
+	 * libpcap sign-extends them, past 2038 to before 1970 */
+	in->rec.ts.secs = (time_t)(uint32_t)h->ts.tv_sec;
+	in->rec.ts.nsecs = (int)(uint32_t)h->ts.tv_usec; /* opened with nanosecond precision */
+	ts_carry(&in->rec);
 	in->rec.rec_header.packet_header.caplen = h->caplen;
 	in->rec.rec_header.packet_header.len = h->len;
 	in->data = d;
@@ -167,8 +185,8 @@ static int read_pcap(struct dio_in *in, struct dio_rec *r)
 	r->caplen = h->caplen;
 	r->len = h->len;
 	r->dlt = pcap_datalink(in->pc);
-	r->ts_ns = h->ts.tv_sec >= 0
-			   ? (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec
+	r->ts_ns = in->rec.ts.secs >= 0
+			   ? (uint64_t)in->rec.ts.secs * 1000000000ull + (uint64_t)in->rec.ts.nsecs
 			   : 0;
 	return 1;
 }
@@ -214,11 +232,13 @@ int dio_read(struct dio_in *in, struct dio_rec *r)
 		g_free(info);
 		return 0;
 	}
+	g_free(info); /* some readers leave a message on success too */
 	in->have_rec = true;
 	memset(r, 0, sizeof(*r));
 	r->number = ++in->count;
 	r->data = in->data = ws_buffer_start_ptr(&in->buf);
 	r->dlt = -1;
+	ts_carry(&in->rec);
 	if (in->rec.presence_flags & WTAP_HAS_TS && in->rec.ts.secs >= 0)
 		r->ts_ns = (uint64_t)in->rec.ts.secs * 1000000000ull + (uint64_t)in->rec.ts.nsecs;
 	if (in->rec.rec_type == REC_TYPE_PACKET) {

@@ -117,7 +117,7 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp, const struct
 			gc.loss = x;
 		else if (!strcmp(k, "flows"))
 			gc.flows = (unsigned)x;
-		else if (!strcmp(k, "dport"))
+		else if (!strcmp(k, "dport") && x <= 65535)
 			gc.dport = (uint16_t)x;
 		else if (!strcmp(k, "inflight"))
 			gc.in_flight = (unsigned)x;

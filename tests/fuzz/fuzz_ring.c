@@ -15,35 +15,16 @@
 #include "rxpath/sim.h"
 #include "fuzz.h"
 
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint32_t take(struct in *in, unsigned bytes)
-{
-	uint32_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		v <<= 8;
-		if (in->n) {
-			v |= *in->p++;
-			in->n--;
-		}
-	}
-	return v;
-}
-
-static struct in *xin;
+static struct fz_in *xin;
 
 static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
 {
-	uint32_t op = take(xin, 1);
+	uint32_t op = fz_take(xin, 1);
 
 	if (op & 0x10)
-		rxp_xdp_adjust_head(x, (int)(take(xin, 1)) - 128);
+		rxp_xdp_adjust_head(x, (int)(fz_take(xin, 1)) - 128);
 	if (op & 0x20)
-		rxp_xdp_adjust_tail(x, -(int)take(xin, 2));
+		rxp_xdp_adjust_tail(x, -(int)fz_take(xin, 2));
 	if (op & 0x40)
 		x->redirect = ctx;
 	switch (op & 7) {
@@ -69,13 +50,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * filled per frame, they cost more than the ring. */
 	static uint8_t frame[RXP_GEN_FRAME_MAX + 64];
 	static bool patterned;
-	struct in in = {data, size};
+	struct fz_in in = {data, size};
 	struct rxp_pktpool_config pc = {.name = "fuzz", .n_pkts = 256, .n_bufs = 64};
 	struct rxp_pktpool *pp = fz_pool(&pc);
 	struct rxp_txring *redir = rxp_txring_create(8);
 	struct rxp_rxring_config rc = {0};
 	struct rxp_rxring *r;
-	uint32_t cfg = take(&in, 2);
+	uint32_t cfg = fz_take(&in, 2);
 
 	if (!patterned) {
 		for (uint32_t i = 64; i < sizeof(frame); i++)
@@ -98,19 +79,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = rxp_rxring_create(&rc);
 	FZ_CHECK(r && redir);
 	for (int ops = 0; in.n && ops < 200; ops++) {
-		uint32_t op = take(&in, 1);
+		uint32_t op = fz_take(&in, 1);
 
 		if (op < 100) {
-			uint32_t len = take(&in, 2) % sizeof(frame), zl = take(&in, 1);
+			uint32_t len = fz_take(&in, 2) % sizeof(frame), zl = fz_take(&in, 1);
 
 			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)take(&in, 1);
+				frame[i] = (uint8_t)fz_take(&in, 1);
 			rxp_rxring_hw_write(r, frame, len, len, zl << (op & 7));
 		} else if (op < 160) {
-			uint32_t len = take(&in, 2) % (rxp_rxring_buf_len(r) + 2);
+			uint32_t len = fz_take(&in, 2) % (rxp_rxring_buf_len(r) + 2);
 
 			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)take(&in, 1);
+				frame[i] = (uint8_t)fz_take(&in, 1);
 			rxp_rxring_hw_write_desc(r, frame, len, 0, op & 1);
 		} else {
 			struct rxp_pkt *out[64];

@@ -1,0 +1,204 @@
+/*
+ * The capture files of `rxpath defrag` (tools/defrag_io.c): an input is a
+ * file, read through libwiretap (pcap, pcapng with interfaces of several
+ * link types, compressed files, every other format wiretap knows). Inputs
+ * of odd size are written out as pcapng, even ones as pcap when the input
+ * is a plain pcap (else pcapng, as dio_open_out decides). Three readings
+ * must agree:
+ *   A. the file read alone (wiretap);
+ *   B. the file read while each record is written out again (a plain pcap
+ *      file is then read with libpcap instead, for speed: both readers
+ *      must give the same records, bytes, lengths, link types, interfaces
+ *      and timestamps, and stop at the same record), every third packet
+ *      as a new frame of the same bytes (dio_write_frame), the other
+ *      records as they were (dio_write_same);
+ *   C. the file written, read back: exactly the packets written, A's in
+ *      order, with the same bytes, link type and timestamp (exact from
+ *      nanosecond pcap and pcapng, to the microsecond from other formats;
+ *      records that are not packets may be left out of a pcap file).
+ * (Reading C back, wiretap may guess a variant of pcap for a file of odd
+ * records and stop early: what it read is checked.) Records are numbered
+ * from 1. The first MAXREC records are compared.
+ * Nothing may leak (LeakSanitizer).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "defrag_io.h"
+#include "fuzz.h"
+
+#define MAXREC 512
+
+struct seen {
+	uint32_t caplen, len, iface, sum;
+	int dlt;
+	bool packet;
+	uint64_t ts_ns;
+};
+
+static struct seen a[MAXREC], b[MAXREC];
+static char dir[64], inpath[96], outpath[96];
+
+static uint32_t fz_sum(const uint8_t *p, uint32_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+static void fz_note(struct seen *s, const struct dio_rec *r)
+{
+	*s = (struct seen){r->caplen, r->len,	 r->iface, fz_sum(r->data, r->caplen),
+			   r->dlt,    r->packet, r->ts_ns};
+}
+
+/* Timestamps equal as the output can hold them: a microsecond input is
+ * written in microseconds (a damaged fraction, carried into the seconds,
+ * may have said nanoseconds), and pcap's seconds are 32 bits (a carry may
+ * have made 2^32). */
+static bool fz_ts_eq(uint64_t x, uint64_t y, bool usec, bool pcap)
+{
+	uint64_t sx = x / 1000000000u, fx = x % 1000000000u;
+	uint64_t sy = y / 1000000000u, fy = y % 1000000000u;
+
+	if (usec) {
+		fx /= 1000;
+		fy /= 1000;
+	}
+	if (pcap) {
+		sx &= 0xffffffffu;
+		sy &= 0xffffffffu;
+	}
+	return sx == sy && fx == fy;
+}
+
+/* Read all of path into v (up to MAXREC records): the count, or -1 when
+ * it does not open; *end how it ended. */
+static int fz_read_all(const char *path, struct seen *v, enum dio_end *end, bool *pcapng)
+{
+	char err[256];
+	struct dio_in *in = dio_open_in(path, err, sizeof(err));
+	struct dio_rec r;
+	int n = 0;
+
+	*end = DIO_BAD;
+	if (!in)
+		return -1;
+	*pcapng = dio_in_is_pcapng(in);
+	while (n < MAXREC && dio_read(in, &r)) {
+		FZ_CHECK(r.number == (uint64_t)n + 1);
+		fz_note(&v[n++], &r);
+	}
+	*end = n < MAXREC ? dio_in_end(in, NULL) : DIO_EOF;
+	dio_close_in(in);
+	return n;
+}
+
+static void fz_cleanup(void)
+{
+	unlink(inpath);
+	unlink(outpath);
+	rmdir(dir);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char err[256];
+	struct dio_in *in;
+	struct dio_out *out;
+	struct dio_rec r;
+	enum dio_end ea, ec;
+	bool ng_in = false, ng_out, want_ng = size & 1, dummy, stopped = false, usec_in;
+	int na, nb = 0, nc, pk = 0, written = 0;
+	int fd;
+
+	if (!dir[0]) {
+		snprintf(dir, sizeof(dir), "/tmp/fuzz_dio.%d", (int)getpid());
+		FZ_CHECK(mkdir(dir, 0700) == 0 || access(dir, W_OK) == 0);
+		snprintf(inpath, sizeof(inpath), "%s/in", dir);
+		snprintf(outpath, sizeof(outpath), "%s/out", dir);
+		atexit(fz_cleanup);
+	}
+	fd = open(inpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	FZ_CHECK(fd >= 0 && write(fd, data, size) == (ssize_t)size);
+	close(fd);
+
+	na = fz_read_all(inpath, a, &ea, &ng_in);
+	in = dio_open_in(inpath, err, sizeof(err));
+	FZ_CHECK(!in == (na < 0)); /* the same file opens both times or neither */
+	if (!in)
+		return 0;
+	out = dio_open_out(outpath, in, want_ng, err, sizeof(err));
+	if (!out) {
+		/* wiretap cannot write every link type to every format */
+		dio_close_in(in);
+		return 0;
+	}
+	ng_out = dio_out_is_pcapng(out);
+	/* exact for nanosecond pcap and pcapng, to the microsecond from
+	 * other formats (pcap and its variants, hcidump...) */
+	usec_in = strcmp(dio_in_format(in), "nsecpcap") && strcmp(dio_in_format(in), "pcapng");
+	FZ_CHECK(ng_out || !(want_ng || ng_in));
+	while (nb < MAXREC && dio_read(in, &r)) {
+		FZ_CHECK(r.number == (uint64_t)nb + 1);
+		fz_note(&b[nb], &r);
+		/* the same records, whichever reader gave them */
+		FZ_CHECK(nb < na);
+		FZ_CHECK(b[nb].packet == a[nb].packet && b[nb].caplen == a[nb].caplen);
+		FZ_CHECK(b[nb].sum == a[nb].sum && b[nb].len == a[nb].len);
+		FZ_CHECK(b[nb].dlt == a[nb].dlt && b[nb].ts_ns == a[nb].ts_ns);
+		FZ_CHECK(b[nb].iface == a[nb].iface);
+		nb++;
+		if (r.packet && ++pk % 3 == 0) {
+			if (dio_write_frame(out, in, r.data, r.caplen, 0)) {
+				stopped = true;
+				break;
+			}
+		} else if (dio_write_same(out, in)) {
+			/* a record the output cannot hold: stop writing */
+			stopped = true;
+			break;
+		}
+		written += r.packet;
+	}
+	if (!stopped && nb < MAXREC)
+		FZ_CHECK(nb == na); /* both readers stop at the same record */
+	dio_close_in(in);
+	if (dio_close_out(out, true, err, sizeof(err)))
+		return 0;
+
+	/* C: what was written, read back: A's packets, in order */
+	nc = fz_read_all(outpath, b, &ec, &dummy);
+	/* it opens; wiretap may take a pcap file of odd records for one of
+	 * pcap's variants (rh6_1pcap...) and stop early: what it read must
+	 * still be right, and all of it when it read to the end */
+	FZ_CHECK(nc >= 0);
+	{
+		int i = 0, j = 0, got = 0;
+
+		for (; j < nc; j++) {
+			if (!b[j].packet)
+				continue;
+			while (i < na && !a[i].packet)
+				i++; /* other records may be left out (pcap) */
+			FZ_CHECK(i < na);
+			FZ_CHECK(b[j].caplen == a[i].caplen && b[j].sum == a[i].sum);
+			FZ_CHECK(b[j].dlt == a[i].dlt);
+			FZ_CHECK(fz_ts_eq(b[j].ts_ns, a[i].ts_ns, usec_in, !ng_out));
+			got++;
+			i++;
+		}
+		FZ_CHECK(got == written || nc == MAXREC || ec != DIO_EOF);
+	}
+	unlink(outpath);
+	return 0;
+}
