@@ -81,6 +81,7 @@ struct dctx {
 	bool out_pcapng; /* kept for the summary once out is closed */
 	uint64_t out_skipped;
 	int werr; /* errno of the first write that failed */
+	bool keep; /* --keep-incomplete: the table's discard hook writes OUT */
 	uint64_t recs, passed, reasm, kept, filtered, pol_diff;
 };
 
@@ -341,7 +342,9 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 			       .iface = r->iface,
 			       .data = r->data,
 			       .caplen = r->caplen,
-			       .ts_ns = r->ts_ns};
+			       .ts_ns = r->ts_ns,
+			       /* not while the discard hook may write OUT */
+			       .room = c->keep ? NULL : dio_out_room(c->out, DFR_OUT_MAX)};
 	struct dfr_out fo;
 	uint64_t now;
 
@@ -700,6 +703,7 @@ static int defrag_main(int argc, char **argv)
 		c.pp = rxp_pktpool_create(&pc);
 	}
 	if (s.keep) {
+		c.keep = true;
 		cfg.discard_cb = on_discard;
 		cfg.discard_arg = &c;
 	}
