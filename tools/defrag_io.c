@@ -7,7 +7,7 @@
  * wiretap handles, the record buffers and the temporary output file; an
  * output is either renamed onto OUT whole or removed, also when the
  * process is killed by a signal that would end it, so OUT never holds a
- * partial capture.
+ * partial capture (a device or FIFO OUT is written in place).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +93,7 @@ struct dio_out {
 	bool nsec;
 	wtap_dump_params params;
 	bool pcapng, to_stdout;
+	bool direct; /* OUT is a device or FIFO: written in place, not renamed onto */
 	uint64_t skipped;
 	char final[PATH_MAX];
 };
@@ -621,6 +622,7 @@ struct dio_out *dio_open_out(const char *path, struct dio_in *in, bool pcapng, c
 			     size_t errlen)
 {
 	struct dio_out *o = calloc(1, sizeof(*o));
+	struct stat st;
 	int ft, e = 0, fd = -1;
 	gchar *info = NULL;
 
@@ -641,7 +643,16 @@ struct dio_out *dio_open_out(const char *path, struct dio_in *in, bool pcapng, c
 	}
 	o->params.snaplen = snap_raise(o->params.snaplen ? o->params.snaplen : SNAP_MIN);
 	o->to_stdout = !strcmp(path, "-");
-	if (!o->to_stdout) {
+	if (!o->to_stdout && !stat(path, &st) && !S_ISREG(st.st_mode)) {
+		/* /dev/null, a FIFO: renaming a file onto it would replace it */
+		o->direct = true;
+		snprintf(o->final, sizeof(o->final), "%s", path);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0) {
+			snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+			goto fail;
+		}
+	} else if (!o->to_stdout) {
 		fd = make_temp(o, path, err, errlen);
 		if (fd < 0)
 			goto fail;
@@ -897,7 +908,7 @@ int dio_close_out(struct dio_out *o, bool commit, char *err, size_t errlen)
 		commit = false;
 		rc = -1;
 	}
-	if (!o->to_stdout) {
+	if (!o->to_stdout && !o->direct) {
 		if (commit && rename(tmp_path, o->final)) {
 			snprintf(err, errlen, "cannot write %s: %s", o->final, strerror(errno));
 			rc = -1;

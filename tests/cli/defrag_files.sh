@@ -9,7 +9,7 @@
 #   stdin and stdout; pcapng with two link types (mergecap) round trip,
 #   interfaces and timestamp resolutions kept; --filter; a queue cap that
 #   loses datagrams says so; a failed write leaves no OUT; pcap in either
-#   byte order gives the same OUT.
+#   byte order gives the same OUT; OUT a FIFO is written in place.
 # Needs no root: exits 77 when scapy (/usr/bin/python3), tshark, editcap,
 # mergecap, capinfos, gzip or zstd is missing.
 set -u
@@ -215,6 +215,16 @@ EOF
 	[ -s "n_$f.pcap" ] && cmp -s "n_$f.pcap" "s_$f.pcap" && ok "$f: swapped byte order, same OUT" ||
 		bad "$f: the swapped copy gives another OUT"
 done
+
+# OUT a FIFO (as /dev/null): written in place, not replaced by a file
+mkfifo fifo
+timeout 60 cat fifo >from_fifo &
+cpid=$!
+D flight.pcap fifo 2>err
+rc=$?
+wait $cpid
+[ $rc -eq 0 ] && [ -p fifo ] && cmp -s from_fifo n_flight.pcap && ok "OUT a FIFO: written in place" ||
+	{ bad "OUT a FIFO: rc $rc"; cat err; }
 
 # a write that fails leaves no OUT (a full device)
 if [ -w /dev/full ]; then
