@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,22 +58,57 @@ struct dio_in {
 	bool have_rec;
 };
 
-#define IN_BUF (4u << 20) /* holds any record: caplen <= 262144 on this path */
 #define PCAP_MAGIC_USEC 0xa1b2c3d4u
 #define PCAP_MAGIC_NSEC 0xa1b23c4du
 #define PCAP_FILE_HDR 24u
 #define PCAP_REC_HDR 16u
 #define PCAP_SNAP_MAX 262144u /* libpcap's largest caplen but for three link types */
 
+/* The file is read in chunks by a reader thread, a few ahead of the
+ * records being parsed, so the kernel's copy out of the page cache
+ * overlaps the reassembly. A chunk has room in front of its data for the
+ * part of a record the chunk before it ended in: records are contiguous. */
+#define IN_CHUNK (512u << 10)
+#define IN_PAD (PCAP_SNAP_MAX + 4096u) /* > the largest record, its header included */
+#define IN_SLOTS 4
+
+struct in_slot {
+	uint8_t *mem; /* IN_PAD + IN_CHUNK */
+	size_t len; /* bytes read into mem + IN_PAD */
+	bool full; /* read, not yet released by the parser */
+	bool last; /* the file ended (or failed: err) in this chunk */
+	int err;
+};
+
 struct fast_in {
 	int fd;
-	uint8_t *buf;
+	const uint8_t *buf;
 	size_t pos, end; /* unread bytes are buf[pos, end) */
 	bool eof;
 	int err; /* errno of a failed read */
+	struct in_slot slot[IN_SLOTS];
+	unsigned cur; /* the slot buf is in (IN_SLOTS: none yet) */
+	unsigned next_read; /* the reader's next slot */
+	bool threaded, started, quit, ended;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
 	bool usec; /* timestamps in microseconds (scaled to ns as libpcap does) */
 	uint32_t snapshot; /* libpcap's (adjusted) snapshot length */
 	int dlt;
+};
+
+/* The writer thread of a pcap OUT: it writes one buffer while the main
+ * thread fills the other, so the kernel's copy into the page cache and the
+ * file system's work (a third of a run's time) overlap the reassembly. */
+struct wthread {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const uint8_t *buf; /* posted: being written while busy */
+	size_t len;
+	bool started, busy, quit;
+	int err; /* errno of its first failed write */
 };
 
 struct dio_out {
@@ -86,8 +122,10 @@ struct dio_out {
 	/* Records are written into wb, and wb to fd in write(2)s of up to
 	 * OUT_BUF: no stdio call per record (pcap_dump: two fwrite()s). */
 	int fd;
-	uint8_t *wb;
+	uint8_t *wb; /* the buffer being filled: one of wbs */
 	size_t wlen;
+	uint8_t *wbs[2];
+	struct wthread wt;
 	int werr; /* errno of a write that failed: every later one fails too */
 	bool hdr_out; /* the FILE's header flushed: only wb writes to fd now */
 	bool nsec;
@@ -213,27 +251,89 @@ static int read_pcap(struct dio_in *in, struct dio_rec *r)
 
 /* At least need unread bytes in f->buf unless the file ends first; how
  * many there are. */
-static size_t fast_fill(struct fast_in *f, size_t need)
+/* Read the next chunk of the file into sl (a read error ends the file). */
+static void chunk_read(struct fast_in *f, struct in_slot *sl)
 {
-	if (f->end - f->pos >= need || f->eof)
-		return f->end - f->pos;
-	memmove(f->buf, f->buf + f->pos, f->end - f->pos);
-	f->end -= f->pos;
-	f->pos = 0;
-	while (f->end < need && !f->eof) {
-		ssize_t n = read(f->fd, f->buf + f->end, IN_BUF - f->end);
+	sl->len = 0;
+	sl->last = false;
+	sl->err = 0;
+	while (sl->len < IN_CHUNK) {
+		ssize_t n = read(f->fd, sl->mem + IN_PAD + sl->len, IN_CHUNK - sl->len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			f->err = errno;
-			f->eof = true;
-		} else if (!n) {
-			f->eof = true;
-		} else {
-			f->end += (size_t)n;
+		if (n <= 0) {
+			sl->err = n < 0 ? errno : 0;
+			sl->last = true;
+			return;
 		}
+		sl->len += (size_t)n;
 	}
+}
+
+static void *reader_main(void *arg)
+{
+	struct fast_in *f = arg;
+
+	pthread_mutex_lock(&f->mu);
+	while (!f->quit && !f->ended) {
+		struct in_slot *sl = &f->slot[f->next_read];
+
+		if (sl->full) {
+			pthread_cond_wait(&f->cv, &f->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&f->mu);
+		chunk_read(f, sl);
+		pthread_mutex_lock(&f->mu);
+		sl->full = true;
+		f->ended = sl->last;
+		f->next_read = (f->next_read + 1) % IN_SLOTS;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* Move buf on to the next chunk, the unread part of the current one (a
+ * record's beginning) copied in front of it. */
+static void next_chunk(struct fast_in *f)
+{
+	unsigned n = f->cur == IN_SLOTS ? 0 : (f->cur + 1) % IN_SLOTS;
+	struct in_slot *sl = &f->slot[n];
+	size_t tail = f->end - f->pos;
+
+	if (f->threaded) {
+		pthread_mutex_lock(&f->mu);
+		while (!sl->full)
+			pthread_cond_wait(&f->cv, &f->mu);
+		pthread_mutex_unlock(&f->mu);
+	} else {
+		chunk_read(f, sl);
+	}
+	memcpy(sl->mem + IN_PAD - tail, f->buf + f->pos, tail);
+	if (f->cur != IN_SLOTS && f->threaded) {
+		pthread_mutex_lock(&f->mu);
+		f->slot[f->cur].full = false; /* the reader may fill it again */
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+	}
+	f->cur = n;
+	f->buf = sl->mem + IN_PAD - tail;
+	f->pos = 0;
+	f->end = tail + sl->len;
+	if (sl->last) {
+		f->eof = true;
+		f->err = sl->err;
+	}
+}
+
+/* At least need unread bytes at f->buf + f->pos (need <= IN_PAD) unless
+ * the file ends first; how many there are. */
+static size_t fast_fill(struct fast_in *f, size_t need)
+{
+	while (f->end - f->pos < need && !f->eof)
+		next_chunk(f);
 	return f->end - f->pos;
 }
 
@@ -321,9 +421,21 @@ static void fast_close(struct fast_in *f)
 {
 	if (!f)
 		return;
+	if (f->threaded) {
+		pthread_mutex_lock(&f->mu);
+		f->quit = true;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		pthread_join(f->th, NULL);
+	}
+	if (f->started) {
+		pthread_cond_destroy(&f->cv);
+		pthread_mutex_destroy(&f->mu);
+	}
 	if (f->fd >= 0)
 		close(f->fd);
-	free(f->buf);
+	for (unsigned i = 0; i < IN_SLOTS; i++)
+		free(f->slot[i].mem);
 	free(f);
 }
 
@@ -336,6 +448,8 @@ static void fast_open(struct dio_in *in)
 	uint8_t hdr[PCAP_FILE_HDR];
 	uint32_t magic;
 	struct fast_in *f;
+	struct stat st;
+	bool nomem = false;
 	int dlt = pcap_datalink(in->pc);
 
 	if (pcap_is_swapped(in->pc) || pcap_major_version(in->pc) != 2 ||
@@ -345,20 +459,33 @@ static void fast_open(struct dio_in *in)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return;
+	f->cur = IN_SLOTS;
 	f->fd = open(in->path, O_RDONLY | O_CLOEXEC);
-	f->buf = malloc(IN_BUF);
-	if (f->fd < 0 || !f->buf || fast_fill(f, PCAP_FILE_HDR) < PCAP_FILE_HDR) {
+	for (unsigned i = 0; i < IN_SLOTS; i++)
+		if (!(f->slot[i].mem = malloc(IN_PAD + IN_CHUNK)))
+			nomem = true;
+	/* A regular file (a FIFO cannot be opened twice), its header what
+	 * libpcap read; the records start after it. */
+	if (f->fd < 0 || nomem || fstat(f->fd, &st) || !S_ISREG(st.st_mode) ||
+	    pread(f->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    lseek(f->fd, PCAP_FILE_HDR, SEEK_SET) != (off_t)PCAP_FILE_HDR) {
 		fast_close(f);
 		return;
 	}
-	memcpy(hdr, f->buf, sizeof(hdr));
 	memcpy(&magic, hdr, sizeof(magic));
 	if (magic != PCAP_MAGIC_USEC && magic != PCAP_MAGIC_NSEC) {
 		fast_close(f);
 		return;
 	}
 	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	f->pos = PCAP_FILE_HDR;
+	if (!pthread_mutex_init(&f->mu, NULL)) {
+		if (pthread_cond_init(&f->cv, NULL))
+			pthread_mutex_destroy(&f->mu);
+		else
+			f->started = true;
+	}
+	/* Without the thread, chunks are read as they are needed. */
+	f->threaded = f->started && !pthread_create(&f->th, NULL, reader_main, f);
 	f->usec = magic == PCAP_MAGIC_USEC;
 	f->snapshot = (uint32_t)pcap_snapshot(in->pc);
 	f->dlt = dlt;
@@ -546,6 +673,8 @@ static int make_temp(struct dio_out *o, const char *path, char *err, size_t errl
 	return fd;
 }
 
+static void wt_start(struct dio_out *o);
+
 #define OUT_BUF (2u << 20) /* holds a frame of DFR_OUT_MAX and more */
 
 /* Open the libpcap writer on fd (or stdout) when OUT is pcap and its link
@@ -563,8 +692,9 @@ static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd
 							o->nsec ? PCAP_TSTAMP_PRECISION_NANO
 								: PCAP_TSTAMP_PRECISION_MICRO);
 	o->f = fd >= 0 ? fdopen(fd, "wb") : stdout;
-	o->wb = malloc(OUT_BUF);
-	if (!o->pdead || !o->f || !o->wb) {
+	o->wb = o->wbs[0] = malloc(OUT_BUF);
+	o->wbs[1] = malloc(OUT_BUF);
+	if (!o->pdead || !o->f || !o->wbs[0] || !o->wbs[1]) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -574,6 +704,7 @@ static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd
 		return -1;
 	}
 	o->fd = fileno(o->f); /* after the header, which wb_flush sends first */
+	wt_start(o);
 	return 1;
 }
 
@@ -716,14 +847,103 @@ static int write_all(struct dio_out *o, const uint8_t *b, size_t n)
 	return 0;
 }
 
+static void *wt_main(void *arg)
+{
+	struct dio_out *o = arg;
+	struct wthread *w = &o->wt;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->busy && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (!w->busy)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		int rc = w->err ? 0 : write_all(o, w->buf, w->len), e = errno;
+		pthread_mutex_lock(&w->mu);
+		if (rc && !w->err)
+			w->err = e;
+		w->busy = false;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static void wt_start(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+
+	if (pthread_mutex_init(&w->mu, NULL))
+		return;
+	if (pthread_cond_init(&w->cv, NULL)) {
+		pthread_mutex_destroy(&w->mu);
+		return;
+	}
+	if (pthread_create(&w->th, NULL, wt_main, o)) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		return; /* then the main thread writes */
+	}
+	w->started = true;
+}
+
+/* Until the writer is done with what it was given; its error becomes o's. */
+static void wt_wait(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	while (w->busy)
+		pthread_cond_wait(&w->cv, &w->mu);
+	if (w->err && !o->werr)
+		o->werr = w->err;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void wt_stop(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+
+	if (!w->started)
+		return;
+	wt_wait(o);
+	pthread_mutex_lock(&w->mu);
+	w->quit = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	w->started = false;
+}
+
+/* Send what wb holds: to the writer thread (and fill the other buffer
+ * meanwhile), or write it here. 0, or -1 with errno (sticky). */
 static int wb_flush(struct dio_out *o)
 {
+	struct wthread *w = &o->wt;
+
 	/* The file header pcap_dump_fopen left in the FILE goes first. */
 	if (!o->werr && !o->hdr_out && (pcap_dump_flush(o->pd) || ferror(o->f)))
 		o->werr = errno ? errno : EIO;
 	o->hdr_out = true;
-	if (!o->werr && o->wlen && write_all(o, o->wb, o->wlen))
+	if (w->started) {
+		wt_wait(o);
+		if (!o->werr && o->wlen) {
+			pthread_mutex_lock(&w->mu);
+			w->buf = o->wb;
+			w->len = o->wlen;
+			w->busy = true;
+			pthread_cond_broadcast(&w->cv);
+			pthread_mutex_unlock(&w->mu);
+			o->wb = o->wb == o->wbs[0] ? o->wbs[1] : o->wbs[0];
+		}
+	} else if (!o->werr && o->wlen && write_all(o, o->wb, o->wlen)) {
 		o->werr = errno;
+	}
 	o->wlen = 0;
 	errno = o->werr;
 	return o->werr ? -1 : 0;
@@ -747,7 +967,12 @@ static int wb_record(struct dio_out *o, const struct pcap_pkthdr *h, const uint8
 	}
 	if (o->wlen + n > OUT_BUF && wb_flush(o))
 		return -1;
-	if (n > OUT_BUF) { /* larger than the buffer: straight out */
+	if (n > OUT_BUF) { /* larger than the buffer: straight out, after the rest */
+		wt_wait(o);
+		if (o->werr) {
+			errno = o->werr;
+			return -1;
+		}
 		if (write_all(o, (const uint8_t *)rh, sizeof(rh)) || write_all(o, data, h->caplen))
 			o->werr = errno;
 		return o->werr ? -1 : 0;
@@ -773,8 +998,13 @@ static int pcap_writer_close(struct dio_out *o)
 	int rc = 0;
 
 	if (o->pd) {
-		if (wb_flush(o) || pcap_dump_flush(o->pd) || ferror(o->f))
+		if (wb_flush(o))
 			rc = -1;
+		wt_stop(o);
+		if (o->werr || pcap_dump_flush(o->pd) || ferror(o->f)) {
+			errno = o->werr ? o->werr : errno;
+			rc = -1;
+		}
 		if (o->f == stdout) {
 			if (fflush(stdout))
 				rc = -1;
@@ -789,8 +1019,10 @@ static int pcap_writer_close(struct dio_out *o)
 	if (o->pdead)
 		pcap_close(o->pdead);
 	o->pdead = NULL;
-	free(o->wb);
-	o->wb = NULL;
+	wt_stop(o); /* a writer opened part way */
+	free(o->wbs[0]);
+	free(o->wbs[1]);
+	o->wb = o->wbs[0] = o->wbs[1] = NULL;
 	return rc;
 }
 
