@@ -1,9 +1,10 @@
 /*
  * Capture input and output of `rxpath defrag` through libwiretap (see
  * defrag_io.h for why wiretap). A plain pcap file in and pcap out, the
- * common case, take a shorter way: records parsed in place in a 4 MiB read
- * buffer (libpcap's own checks and messages), written into a 2 MiB write
- * buffer, the reassembled ones built there (dio_out_room). Owns the
+ * common case, take a shorter way: records parsed in place in 512 KiB
+ * chunks a reader thread reads ahead (libpcap's own checks and messages),
+ * written into one of two 2 MiB buffers while a writer thread writes the
+ * other, the reassembled ones built there (dio_out_room). Owns the
  * wiretap handles, the record buffers and the temporary output file; an
  * output is either renamed onto OUT whole or removed, also when the
  * process is killed by a signal that would end it, so OUT never holds a
@@ -43,7 +44,7 @@ struct dio_in {
 	 * stays open for what the file is (format, link type, IDBs). */
 	pcap_t *pc;
 	/* A plain pcap file in this machine's byte order, version 2.4, is
-	 * read by us from a large buffer, records parsed in place: libpcap
+	 * read by us in large chunks, records parsed in place: libpcap
 	 * reads it through a FILE of 4 KiB (a read(2) per 4 KiB, 138k calls
 	 * for the 564 MB bench capture) and copies every record out of it
 	 * (fread: 650 instructions a record). The checks and messages are
@@ -249,8 +250,6 @@ static int read_pcap(struct dio_in *in, struct dio_rec *r)
 	return 1;
 }
 
-/* At least need unread bytes in f->buf unless the file ends first; how
- * many there are. */
 /* Read the next chunk of the file into sl (a read error ends the file). */
 static void chunk_read(struct fast_in *f, struct in_slot *sl)
 {
