@@ -310,7 +310,8 @@ static void next_chunk(struct fast_in *f)
 	} else {
 		chunk_read(f, sl);
 	}
-	memcpy(sl->mem + IN_PAD - tail, f->buf + f->pos, tail);
+	if (tail) /* (none before the first chunk: buf is NULL) */
+		memcpy(sl->mem + IN_PAD - tail, f->buf + f->pos, tail);
 	if (f->cur != IN_SLOTS && f->threaded) {
 		pthread_mutex_lock(&f->mu);
 		f->slot[f->cur].full = false; /* the reader may fill it again */
