@@ -81,6 +81,7 @@ struct dctx {
 	bool out_pcapng; /* kept for the summary once out is closed */
 	uint64_t out_skipped;
 	int werr; /* errno of the first write that failed */
+	bool keep; /* --keep-incomplete: the table's discard hook writes OUT */
 	uint64_t recs, passed, reasm, kept, filtered, pol_diff;
 };
 
@@ -103,9 +104,10 @@ static void usage(FILE *f)
 		"may have different link types) or any format libwiretap reads, plain or gzip-\n"
 		"or zstd-compressed; '-' reads stdin. OUT is pcapng when IN is pcapng or OUT\n"
 		"ends in .pcapng (interfaces, link types and timestamp resolution kept), else\n"
-		"pcap with IN's resolution; '-' writes stdout. OUT is written to a temporary\n"
-		"file beside it and renamed when done, so it is complete or untouched; OUT\n"
-		"naming the same file as IN is refused.\n"
+		"pcap with IN's resolution; '-' writes stdout. A file OUT is written to a\n"
+		"temporary file beside it and renamed when done, so it is complete or\n"
+		"untouched (a device or FIFO, /dev/null say, is written in place); OUT naming\n"
+		"the same file as IN is refused.\n"
 		"\n"
 		"Link types: Ethernet (802.1Q/QinQ, MPLS, PPPoE), LINUX_SLL, LINUX_SLL2, NULL,\n"
 		"LOOP, PPP, C_HDLC, RAW, IPV4, IPV6, NFLOG, IEEE 802.11 and radiotap; others\n"
@@ -341,7 +343,9 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 			       .iface = r->iface,
 			       .data = r->data,
 			       .caplen = r->caplen,
-			       .ts_ns = r->ts_ns};
+			       .ts_ns = r->ts_ns,
+			       /* not while the discard hook may write OUT */
+			       .room = c->keep ? NULL : dio_out_room(c->out, DFR_OUT_MAX)};
 	struct dfr_out fo;
 	uint64_t now;
 
@@ -700,6 +704,7 @@ static int defrag_main(int argc, char **argv)
 		c.pp = rxp_pktpool_create(&pc);
 	}
 	if (s.keep) {
+		c.keep = true;
 		cfg.discard_cb = on_discard;
 		cfg.discard_arg = &c;
 	}

@@ -32,10 +32,6 @@
 #include "rxpath/decap.h"
 #include "rxpath/wire.h"
 
-/* Largest frame read (libpcap's snaplen cap); an output frame is at most
- * the headers of one plus a datagram of up to 64 KiB. */
-#define DFR_FRAME_MAX 262144u
-#define DFR_OUT_MAX (DFR_FRAME_MAX + 65536u)
 #define DFR_MAX_TUNNELS 8u /* tunnels entered per frame */
 
 struct dfr_frames {
@@ -46,6 +42,7 @@ struct dfr_frames {
 	struct dfr_zones *zones;
 	struct rxp_pkt *last; /* the datagram handed out in dfr_out.dgram */
 	uint8_t *wbuf; /* headers, then the packet being decapsulated; the output */
+	uint8_t *w; /* what the call uses for it: wbuf, or the frame's room */
 	uint8_t *dbuf; /* dfr_frame_discarded output */
 	uint8_t warned[65536 / 8]; /* link types warned about */
 };
@@ -240,11 +237,11 @@ static struct rxp_pkt *enter_tunnel(struct dfr_frames *fs, const struct dfr_fram
 		b = res->data; /* linear: we made it, and the table did not touch it */
 	} else {
 		if (!*in_w)
-			memcpy(fs->wbuf, hdr, hlen);
+			memcpy(fs->w, hdr, hlen);
 		*in_w = true;
-		if (rxp_pkt_copy_bits(res, 0, fs->wbuf + hlen, res->len))
+		if (rxp_pkt_copy_bits(res, 0, fs->w + hlen, res->len))
 			return NULL;
-		b = fs->wbuf + hlen;
+		b = fs->w + hlen;
 	}
 	memcpy(&save, &fs->d, offsetof(struct rxp_decap, layer));
 	r = rxp_decap_tunnel(&fs->d, b, res->len);
@@ -259,11 +256,11 @@ static struct rxp_pkt *enter_tunnel(struct dfr_frames *fs, const struct dfr_fram
 	if (zone_of(fs, *zone, &fs->d.ctx, &inner_zone))
 		goto undo;
 	if (!*in_w)
-		memcpy(fs->wbuf, hdr, hlen);
+		memcpy(fs->w, hdr, hlen);
 	*in_w = true;
 	if (!frag && ((uintptr_t)(b + local) & 3) == 0) {
 		/* In place: the headers stay in the packet's headroom. */
-		memcpy(fs->wbuf + hlen, b, local);
+		memcpy(fs->w + hlen, b, local);
 		rxp_pkt_pull(res, local);
 		if (res->len > iplen) {
 			rxp_pkt_trim(res, iplen);
@@ -273,8 +270,8 @@ static struct rxp_pkt *enter_tunnel(struct dfr_frames *fs, const struct dfr_fram
 		struct rxp_pkt *np;
 
 		if (!frag)
-			memcpy(fs->wbuf + hlen, b, res->len);
-		np = make_pkt(fs, f, fs->wbuf, fs->d.ip_off + iplen, res->len > local + iplen);
+			memcpy(fs->w + hlen, b, res->len);
+		np = make_pkt(fs, f, fs->w, fs->d.ip_off + iplen, res->len > local + iplen);
 		if (!np)
 			goto undo;
 		rxp_pkt_consume(res);
@@ -297,23 +294,23 @@ static bool build_out(struct dfr_frames *fs, const struct rxp_pkt *res, const ui
 	uint8_t fam;
 
 	if (!in_w)
-		memcpy(fs->wbuf, hdr, hlen);
-	if (rxp_pkt_copy_bits(res, 0, fs->wbuf + hlen, res->len))
+		memcpy(fs->w, hdr, hlen);
+	if (rxp_pkt_copy_bits(res, 0, fs->w + hlen, res->len))
 		return false;
-	if (!rxp_decap_fixup(&fs->d, fs->wbuf, total))
+	if (!rxp_decap_fixup(&fs->d, fs->w, total))
 		goto done;
 	/* Too big for an outer length field: keep the link header only. */
 	fs->st.too_big++;
-	fam = fs->wbuf[hlen] >> 4;
-	if (!fs->d.tunnels || rxp_decap_strip(&fs->d, fs->wbuf, fam))
+	fam = fs->w[hlen] >> 4;
+	if (!fs->d.tunnels || rxp_decap_strip(&fs->d, fs->w, fam))
 		return false;
-	memmove(fs->wbuf + fs->d.ip_off, fs->wbuf + hlen, res->len);
+	memmove(fs->w + fs->d.ip_off, fs->w + hlen, res->len);
 	total = fs->d.ip_off + res->len;
-	if (rxp_decap_fixup(&fs->d, fs->wbuf, total))
+	if (rxp_decap_fixup(&fs->d, fs->w, total))
 		return false;
 	fs->st.stripped++;
 done:
-	out->frame = fs->wbuf;
+	out->frame = fs->w;
 	out->len = total;
 	return true;
 }
@@ -334,6 +331,7 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		rxp_pkt_consume(fs->last);
 		fs->last = NULL;
 	}
+	fs->w = f->room ? f->room : fs->wbuf;
 	r = dlt < 0 ? RXP_DECAP_UNKNOWN_LINK : rxp_decap_link(d, (uint32_t)dlt, frame, caplen);
 	if (r) {
 		link_failed(fs, dlt, r);

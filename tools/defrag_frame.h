@@ -33,7 +33,16 @@ struct dfr_frame {
 	const uint8_t *data; /* only read */
 	uint32_t caplen;
 	uint64_t ts_ns; /* its own time: kept with its fragments (tstamp_ns) */
+	/* NULL, or DFR_OUT_MAX bytes the output frame is built in (OUT's own
+	 * buffer: then writing it copies nothing); they must not change while
+	 * the call runs */
+	uint8_t *room;
 };
+
+/* Largest frame read (libpcap's snaplen cap); an output frame is at most
+ * the headers of one plus a datagram of up to 64 KiB. */
+#define DFR_FRAME_MAX 262144u
+#define DFR_OUT_MAX (DFR_FRAME_MAX + 65536u)
 
 struct dfr_out {
 	const uint8_t *frame; /* DFR_OUT: the frame to write (valid until the next call) */

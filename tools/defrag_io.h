@@ -71,6 +71,11 @@ int dio_write_same(struct dio_out *out, struct dio_in *in);
  * link type and timestamp (ts_ns when not 0), these bytes. 0 or -1. */
 int dio_write_frame(struct dio_out *out, struct dio_in *in, const uint8_t *data, uint32_t len,
 		    uint64_t ts_ns);
+/* Room for a frame of up to max bytes inside OUT's own write buffer: a
+ * frame built there and given to dio_write_frame is not copied again.
+ * Valid until the next write to out; NULL when OUT has no such buffer
+ * (pcapng) or cannot be written. */
+uint8_t *dio_out_room(struct dio_out *out, uint32_t max);
 /* The same for a frame of another interface than the record last read (a
  * fragment given up on later, written with --keep-incomplete): interface
  * iface, link type dlt (DLT_), timestamp ts_ns. */

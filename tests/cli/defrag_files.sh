@@ -8,7 +8,10 @@
 #   clock skew: one timestamp 1000 s ahead / behind; gzip and zstd input;
 #   stdin and stdout; pcapng with two link types (mergecap) round trip,
 #   interfaces and timestamp resolutions kept; --filter; a queue cap that
-#   loses datagrams says so; a failed write leaves no OUT.
+#   loses datagrams says so; a failed write leaves no OUT; pcap in either
+#   byte order (rxpath's own reader, libpcap's) gives the same OUT, exit
+#   status and reason, whole, cut or with oversized records; OUT a FIFO
+#   is written in place.
 # Needs no root: exits 77 when scapy (/usr/bin/python3), tshark, editcap,
 # mergecap, capinfos, gzip or zstd is missing.
 set -u
@@ -195,6 +198,61 @@ grep -q -- "--max-queues 10): a larger --mem-limit or --max-queues keeps them" e
 	bad "--max-queues loss not reported"; cat err | head -2
 D --max-queues 60 flight.pcap o.pcap 2>err
 grep -q "lost" err && bad "--max-queues 60 should lose nothing" || ok "--max-queues 60: nothing lost, nothing said"
+
+# plain pcap in this machine's byte order is read by rxpath itself, the
+# other order by libpcap: both give the same OUT, exit status and reason
+# for stopping, on whole captures (nanoseconds and micro-) and on broken
+# ones: cut in a record header, cut in its data, a record longer than the
+# snaplen (cut to it), one longer than the snaplen and than 262144 bytes.
+$PY - flight.pcap flight6.pcap <<'EOF'
+import struct, sys
+def recs(path):
+    b = open(path, 'rb').read()
+    hdr, out, i = list(struct.unpack('<IHHiIII', b[:24])), [], 24
+    while i < len(b):
+        h = list(struct.unpack('<IIII', b[i:i + 16]))
+        out.append((h, b[i + 16:i + 16 + h[2]]))
+        i += 16 + h[2]
+    return hdr, out
+def write(name, hdr, rs, tail=b''):
+    for e, tag in (('<', 'n'), ('>', 's')):
+        o = [struct.pack(e + 'IHHiIII', *hdr)]
+        for h, d in rs:
+            o.append(struct.pack(e + 'IIII', *h) + d)
+        if tail:
+            o.append(struct.pack(e + 'IIII', *tail[0]) + tail[1])
+        open('%s_%s.pcap' % (tag, name), 'wb').write(b''.join(o)[:len(b''.join(o)) - tail[2] if tail else None])
+h4, r4 = recs(sys.argv[1])
+h6, r6 = recs(sys.argv[2])
+write('whole4', h4, r4)
+write('whole6', h6, r6)
+write('cuthdr', h4, r4[:50], ([1, 0, 100, 100], b'x' * 100, 110))
+write('cutdata', h4, r4[:50], ([1, 0, 100, 100], b'x' * 100, 40))
+snap = list(h4); snap[5] = 1000
+write('oversnap', snap, r4[:60])
+write('huge', h4, r4[:50], ([1, 0, 300000, 300000], b'x' * 300000, 0))
+big = list(h4); big[5] = 0x7fffffff
+write('hugemax', big, r4[:50], ([1, 0, 300000, 300000], b'x' * 300000, 0))
+EOF
+for f in whole4 whole6 cuthdr cutdata oversnap huge hugemax; do
+	D "n_$f.pcap" "on_$f.pcap" 2>en; rn=$?
+	D "s_$f.pcap" "os_$f.pcap" 2>es; rs=$?
+	wn=$(grep "after record" en | sed 's/[ns]_'$f'.pcap//'); ws=$(grep "after record" es | sed 's/[ns]_'$f'.pcap//')
+	[ -s "on_$f.pcap" ] && cmp -s "on_$f.pcap" "os_$f.pcap" && [ $rn -eq $rs ] && [ "$wn" = "$ws" ] &&
+		ok "$f: rc $rn, the same from rxpath's reader and libpcap's${wn:+ ($wn)}" ||
+		{ bad "$f: rxpath's reader differs from libpcap's (rc $rn/$rs)"; echo "$wn"; echo "$ws"; }
+done
+
+# OUT a FIFO (as /dev/null): written in place, not replaced by a file
+mkfifo fifo
+timeout 60 cat fifo >from_fifo &
+cpid=$!
+D flight.pcap fifo 2>err
+rc=$?
+wait $cpid
+D flight.pcap o_file.pcap 2>/dev/null
+[ $rc -eq 0 ] && [ -p fifo ] && [ -s o_file.pcap ] && cmp -s from_fifo o_file.pcap && ok "OUT a FIFO: written in place" ||
+	{ bad "OUT a FIFO: rc $rc"; cat err; }
 
 # a write that fails leaves no OUT (a full device)
 if [ -w /dev/full ]; then
