@@ -267,6 +267,9 @@ struct rxp_defrag_table {
 	uint64_t skey[3]; /* the source hash's secret multipliers */
 	uint64_t life16; /* moving average of completed queues' lifetimes, x16 */
 	const struct dfr_storage *st; /* chosen with the table (config.policy) */
+	/* rxp_defrag_zone() for the storage (defrag.c), chosen with it. */
+	struct rxp_pkt *(*frag)(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+				uint64_t now);
 	union { /* the storage's own */
 		struct { /* runs (defrag_runs.c) */
 			/* free run nodes, a stack of pointers (popping one
@@ -387,6 +390,31 @@ static inline void dfr_gap_note(struct rxp_defrag_table *t, struct dfr_queue *q,
 		q->gapmax = gap;
 }
 
+/* Building touches every fragment's first metadata line (and the result's
+ * second line and frag array), freeing the datagram their page headers,
+ * and finishing it the first fragment's IP header, each long out of cache
+ * with many datagrams in flight: ask for them all at once. Always inlined:
+ * as a function of its own, GCC finds it free of side effects and drops the
+ * call (it did, and k=8 in order lost a third of its speed). */
+static inline __attribute__((always_inline)) void dfr_prefetch_frags(const struct dfr_queue *q)
+{
+	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
+		__builtin_prefetch(q->pf[i]);
+		__builtin_prefetch(q->pg[i]);
+	}
+	if (q->flags & DFR_F_FIRST) {
+		/* The result: its header, its second line and the start of
+		 * its frag array are written; of the others, coalescing
+		 * reads the first line alone. */
+		const char *h = (const char *)q->pkt0;
+
+		__builtin_prefetch(q->hdr0, 1);
+		__builtin_prefetch(h + 64, 1);
+		__builtin_prefetch(h + 128, 1);
+		__builtin_prefetch(h + 192, 1);
+	}
+}
+
 /* Family glue. parse returns 1 for a fragment, 0 for a packet that is not
  * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. The
  * IPv4 parser is here, inline, because it runs for every fragment and the
@@ -450,16 +478,65 @@ int dfr_ipv6_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t ple
 /* Remove the fragment header of a v6 atomic fragment in place. */
 int dfr_ipv6_strip(struct rxp_pkt *pkt, const struct dfr_info *fi);
 
-/* The table (defrag.c). */
+/* On the definition of a function declared here that the fragment entry
+ * (defrag.c) calls for every fragment or datagram: builds that optimise
+ * across files (LTO: release) inline it there, as if it were the entry's
+ * own; others call it. */
+#define DFR_HOT inline __attribute__((always_inline))
+
+/* The table (defrag_table.c). */
 uint64_t dfr_key_hash(const struct rxp_defrag_table *t, const struct dfr_key *k);
+/* The queue of key k or NULL. *slot gets the key's slot; *h the key's
+ * SipHash, when it was computed (*hashed). */
+struct dfr_queue *dfr_lookup(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t *h,
+			     bool *hashed, uint32_t *slot);
+/* A new queue for k in its slot (or displaced; h as from dfr_lookup). The
+ * caller has checked that a queue is free (dfr_fits). */
+struct dfr_queue *dfr_queue_new(struct rxp_defrag_table *t, const struct dfr_key *k, uint64_t h,
+				bool hashed, uint32_t slot, uint64_t now);
+/* Give q up for max_dist and start it again, empty, as a new datagram. */
+__attribute__((cold)) void dfr_queue_restart(struct rxp_defrag_table *t, struct dfr_queue *q,
+					     uint64_t now);
 /* Give q up for r (counted once, its event, its fragments dropped) and free it. */
 void dfr_queue_kill(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_drop_reason r);
+/* Kill q and the arriving fragment pkt (data past its header) for r.
+ * Consumes pkt. */
+__attribute__((cold)) void dfr_kill_with(struct rxp_defrag_table *t, struct dfr_queue *q,
+					 struct rxp_pkt *pkt, enum rxp_drop_reason r);
+/* Refuse fi's fragment pkt (data hdrlen bytes past its IP header) for r
+ * before any queue took it; q is its queue or NULL. Consumes pkt. */
+__attribute__((cold)) void dfr_refuse(struct rxp_defrag_table *t, struct dfr_queue *q,
+				      const struct dfr_info *fi, struct rxp_pkt *pkt,
+				      uint32_t hdrlen, enum rxp_drop_reason r);
+/* What the storage's refusal r (DFR_DUP...) of pkt (data past its header)
+ * does to it and to q. Consumes pkt. */
+__attribute__((noinline, cold)) void dfr_insert_failed(struct rxp_defrag_table *t,
+						       struct dfr_queue *q,
+						       const struct dfr_info *fi,
+						       struct rxp_pkt *pkt, int r);
+/* Complete q, whose last fragment was last: the datagram, or NULL when it
+ * failed (counted). prefetched: dfr_prefetch_frags(q) was called. */
+struct rxp_pkt *dfr_finish(struct rxp_defrag_table *t, struct dfr_queue *q,
+			   const struct rxp_pkt *last, bool prefetched);
+/* A fragment-level event (FRAG, REFUSED) for fi's fragment pkt, whose
+ * data is hdrlen bytes past its IP header (the caller checked that there
+ * is an event hook). */
+__attribute__((cold)) void dfr_ev_frag(struct rxp_defrag_table *t, const struct dfr_queue *q,
+				       const struct dfr_info *fi, struct rxp_pkt *pkt,
+				       uint32_t hdrlen, enum rxp_defrag_event_type type,
+				       enum rxp_drop_reason r);
 /* k's source's slot in t->src, and a source's standing now (DFR_CLS_*). */
 uint32_t dfr_src_slot(const struct rxp_defrag_table *t, const struct dfr_key *k);
 uint8_t dfr_src_class(const struct rxp_defrag_table *t, const struct dfr_src *s);
 /* An OVERLAP event for q (the caller checked that there is an event hook). */
 void dfr_ev_overlap(struct rxp_defrag_table *t, const struct dfr_queue *q, uint32_t start,
 		    uint32_t end, bool differ, bool dup);
+
+/* rxp_defrag_zone() specialised for each storage (defrag.c): t->frag. */
+struct rxp_pkt *dfr_frag_runs(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+			      uint64_t now);
+struct rxp_pkt *dfr_frag_policy(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
+				uint64_t now);
 
 /* The pressure policy (defrag_pressure.c), for a fragment fi of tsize bytes
  * that does not fit, or, while tags of datagrams given up may be alive,

@@ -8,8 +8,8 @@
 #include "rxpath/wire.h"
 #include "net/defrag_internal.h"
 
-int dfr_ipv4_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen, uint8_t ecn,
-		    bool df)
+DFR_HOT int dfr_ipv4_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen,
+			    uint8_t ecn, bool df)
 {
 	struct rxp_iphdr *ip = (struct rxp_iphdr *)(void *)pkt->data;
 	unsigned ihl = q->hdrlen;

@@ -166,7 +166,8 @@ static int strip(struct rxp_pkt *pkt, uint16_t hdrlen, uint16_t nhoff, uint8_t n
 	return 0;
 }
 
-int dfr_ipv6_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen, uint8_t ecn)
+DFR_HOT int dfr_ipv6_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint32_t plen,
+			    uint8_t ecn)
 {
 	return strip(pkt, q->hdrlen, q->nhoff, q->nexthdr, plen, ecn);
 }

@@ -261,6 +261,40 @@ static int tree_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct r
 	return DFR_OK;
 }
 
+/* pkt comes after a gap past the end of q's last run: a new last run (the
+ * old one is closed). Runs in the small arrays or the tree. */
+static int append_run(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		      uint32_t off, uint32_t end)
+{
+	int r;
+
+	if (q->nsmall == DFR_SMALL_RUNS && (r = small_to_tree(t, q)) != DFR_OK)
+		return r;
+	if (q->nsmall) {
+		unsigned n = q->nsmall;
+
+		q->send[n - 1] = q->tail_end;
+		q->stail[n - 1] = q->tail;
+		q->soff[n] = off;
+		q->nsmall = (uint8_t)(n + 1);
+	} else {
+		struct dfr_run *nw = run_get(t);
+
+		if (!nw)
+			return DFR_NOMEM;
+		q->last_run->end = q->tail_end;
+		q->last_run->tail = q->tail;
+		nw->off = off;
+		nw->head = pkt;
+		RB_INSERT(dfr_tree, &q->runs, nw);
+		q->last_run = nw;
+	}
+	pkt->next = NULL;
+	q->tail = pkt;
+	q->tail_end = end;
+	return DFR_OK;
+}
+
 /* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
  * An in-order append writes only pkt->next (the first cache line of pkt's
  * metadata) and the queue. */
@@ -305,35 +339,8 @@ int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_
 		}
 		small_start(q);
 	}
-	if (off > q->tail_end) {
-		/* After a gap past the end: a new last run (the old one is
-		 * closed). */
-		if (q->nsmall == DFR_SMALL_RUNS && (r = small_to_tree(t, q)) != DFR_OK)
-			return r;
-		if (q->nsmall) {
-			unsigned n = q->nsmall;
-
-			q->send[n - 1] = q->tail_end;
-			q->stail[n - 1] = q->tail;
-			q->soff[n] = off;
-			q->nsmall = (uint8_t)(n + 1);
-		} else {
-			struct dfr_run *nw = run_get(t);
-
-			if (!nw)
-				return DFR_NOMEM;
-			q->last_run->end = q->tail_end;
-			q->last_run->tail = q->tail;
-			nw->off = off;
-			nw->head = pkt;
-			RB_INSERT(dfr_tree, &q->runs, nw);
-			q->last_run = nw;
-		}
-		pkt->next = NULL;
-		q->tail = pkt;
-		q->tail_end = end;
-		return DFR_OK;
-	}
+	if (off > q->tail_end)
+		return append_run(t, q, pkt, off, end);
 	/* Somewhere before the end: a duplicate, an overlap or a new run in
 	 * a gap. */
 	if (q->nsmall) {
