@@ -413,14 +413,15 @@ static int read_fast(struct dio_in *in, struct dio_rec *r)
 			have < keep ? keep : caplen, have);
 	d = f->buf + f->pos + PCAP_REC_HDR;
 	f->pos += PCAP_REC_HDR + (size_t)caplen;
-	sec = (int32_t)h[0];
-	frac = (int32_t)h[1];
-	if (f->usec)
-		frac *= 1000;
+	/* as libpcap and wiretap give them (read_pcap, ts_carry): unsigned
+	 * seconds, the fraction scaled to nanoseconds in 32 bits and carried */
 	in->rec.rec_type = REC_TYPE_PACKET;
 	in->rec.presence_flags = WTAP_HAS_TS | WTAP_HAS_CAP_LEN;
-	in->rec.ts.secs = sec;
-	in->rec.ts.nsecs = (int)frac;
+	in->rec.ts.secs = (time_t)h[0];
+	in->rec.ts.nsecs = (int)(f->usec ? (uint32_t)((uint64_t)h[1] * 1000u) : h[1]);
+	ts_carry(&in->rec);
+	sec = (long)in->rec.ts.secs;
+	frac = (long)in->rec.ts.nsecs;
 	in->rec.rec_header.packet_header.caplen = keep;
 	in->rec.rec_header.packet_header.len = h[3];
 	in->data = d;
