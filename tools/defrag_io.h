@@ -45,6 +45,11 @@ enum dio_end {
 struct dio_in *dio_open_in(const char *path, char *err, size_t errlen);
 /* 1 and *r filled, or 0 at the end of input (dio_in_end tells how). */
 int dio_read(struct dio_in *in, struct dio_rec *r);
+/* Look ahead, for hints only: the record after the one dio_peek gave
+ * last (at first, after the one last read), without reading it; NULL when
+ * IN is not a mapped plain pcap, or the record is not there or looks
+ * wrong (dio_read is what judges it). Valid until that record is read. */
+const uint8_t *dio_peek(struct dio_in *in, uint32_t *caplen, int *dlt);
 enum dio_end dio_in_end(const struct dio_in *in, const char **why);
 bool dio_in_is_pcapng(const struct dio_in *in);
 /* Name of the input's format ("pcap", "pcapng", ...) and compression

@@ -331,6 +331,35 @@ struct rxp_pkt *dfr_frag_policy(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 }
 
 /* The strategy's entry, chosen with the table. */
+void rxp_defrag_prefetch(const struct rxp_defrag_table *t, const void *l3, size_t len,
+			 uint32_t zone)
+{
+	const uint8_t *b = l3;
+	struct dfr_key k = {0};
+
+	if (len >= RXP_IPV4_HLEN && b[0] == 0x45 && ((b[6] & 0x3f) | b[7])) {
+		k.family = 4;
+		k.proto = b[9];
+		k.id = (uint32_t)b[4] << 8 | b[5];
+		k.zone = zone;
+		memcpy(k.addr, b + 12, 8);
+	} else if (len >= RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN && b[0] >> 4 == 6 &&
+		   b[6] == 44) { /* the fragment header first, as nearly always */
+		const uint8_t *d = b + 24;
+
+		k.family = 6;
+		k.id = (uint32_t)b[44] << 24 | (uint32_t)b[45] << 16 | (uint32_t)b[46] << 8 | b[47];
+		k.zone = t->cfg.zone_all_v6 || d[0] == 0xff ||
+					 (d[0] == 0xfe && (d[1] & 0xc0) == 0x80)
+				 ? zone
+				 : 0;
+		memcpy(k.addr, b + 8, 32);
+	} else {
+		return;
+	}
+	dfr_prefetch(t, &k);
+}
+
 struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
 				uint64_t now_ns)
 {

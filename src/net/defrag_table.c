@@ -247,6 +247,20 @@ DFR_HOT struct dfr_queue *dfr_lookup(struct rxp_defrag_table *t, const struct df
 	return NULL;
 }
 
+/* rxp_defrag_prefetch's part: the slot of k, and the lines of its queue
+ * that an insert touches first. Reads only. */
+void dfr_prefetch(const struct rxp_defrag_table *t, const struct dfr_key *k)
+{
+	uint32_t v = t->slots[slot_index(t, k)];
+
+	if (v) {
+		const char *q = (const char *)&t->qarr[v - 1];
+
+		__builtin_prefetch(q);
+		__builtin_prefetch(q + 64);
+	}
+}
+
 /* What a drop of a fragment we hold looks like: the discard hook first sees
  * it as received (header pushed back), then the drop is counted. Consumes pkt. */
 static void frag_drop(struct rxp_defrag_table *t, struct rxp_pkt *pkt, enum rxp_drop_reason r)

@@ -66,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len > size)
 			len = size;
 		now += (uint64_t)(fl >> 3) * 2000000000ull;
+		rxp_defrag_prefetch(t, data, len, 0); /* a hint: reads only */
 		p = rxp_pkt_alloc(pp, (uint32_t)len);
 		if (p) {
 			memcpy(rxp_pkt_put(p, (uint32_t)len), data, len);

@@ -726,10 +726,56 @@ static void test_many_in_flight(void **state)
 	env_down(&e);
 }
 
+/* rxp_defrag_prefetch is a hint: on a fragment of a held datagram, on one
+ * of a new datagram, on IPv6 and on any bytes of any length it changes no
+ * counter and no outcome. */
+static void test_prefetch_changes_nothing(void **state)
+{
+	struct env e;
+	struct dt4 d = {.id = 77};
+	uint8_t *pl = dt_payload(1600, 3), b[128];
+	struct rxp_defrag_counters c0, c1;
+	struct rxp_pkt *f1, *r;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &d, pl, 0, 800, true, 1));
+	f1 = dt_frag4(e.pp, &d, pl, 800, 800, false);
+	assert_int_equal(rxp_pkt_copy_bits(f1, 0, b, 64), 0);
+	c0 = dt_ctr(e.t);
+	rxp_defrag_prefetch(e.t, b, 64, 0); /* its queue */
+	rxp_defrag_prefetch(e.t, b, 64, 5); /* another zone: no queue */
+	rxp_defrag_prefetch(e.t, b, 19, 0); /* too short */
+	b[7] ^= 0x40;
+	rxp_defrag_prefetch(e.t, b, 64, 0); /* another offset, a new datagram */
+	b[7] ^= 0x40;
+	for (unsigned len = 0; len <= sizeof(b); len++) {
+		uint8_t junk[128];
+
+		for (unsigned i = 0; i < sizeof(junk); i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			junk[i] = (uint8_t)x;
+		}
+		junk[0] = (uint8_t)(len & 1 ? 0x45 : 0x60); /* IPv4 or IPv6 */
+		junk[6] = len & 2 ? 44 : junk[6]; /* IPv6 fragment header first */
+		rxp_defrag_prefetch(e.t, junk, len, 0);
+	}
+	c1 = dt_ctr(e.t);
+	assert_memory_equal(&c0, &c1, sizeof(c0));
+	r = rxp_defrag(e.t, f1, 1);
+	assert_non_null(r);
+	dt_check_payload(r, 20, pl, 1600);
+	rxp_pkt_consume(r);
+	assert_int_equal(dt_ctr(e.t).queues, 0);
+	free(pl);
+	env_down(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orders),
+		cmocka_unit_test(test_prefetch_changes_nothing),
 		cmocka_unit_test(test_not_fragment_passes),
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_contained_differs_is_dup),
