@@ -618,16 +618,7 @@ static void fast_open(struct dio_in *in)
 		fast_close(f);
 		return;
 	}
-	if (!map_file(f, &st)) {
-		if (!pthread_mutex_init(&f->mu, NULL)) {
-			if (pthread_cond_init(&f->cv, NULL))
-				pthread_mutex_destroy(&f->mu);
-			else
-				f->started = true;
-		}
-		/* Without the thread, the parser faults the pages in. */
-		f->threaded = f->started && !pthread_create(&f->th, NULL, map_main, f);
-	} else {
+	if (map_file(f, &st)) {
 		for (unsigned i = 0; i < IN_SLOTS; i++)
 			if (!(f->slot[i].mem = malloc(IN_PAD + IN_CHUNK)))
 				nomem = true;
@@ -636,15 +627,17 @@ static void fast_open(struct dio_in *in)
 			return;
 		}
 		posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-		if (!pthread_mutex_init(&f->mu, NULL)) {
-			if (pthread_cond_init(&f->cv, NULL))
-				pthread_mutex_destroy(&f->mu);
-			else
-				f->started = true;
-		}
-		/* Without the thread, chunks are read as they are needed. */
-		f->threaded = f->started && !pthread_create(&f->th, NULL, reader_main, f);
 	}
+	if (!pthread_mutex_init(&f->mu, NULL)) {
+		if (pthread_cond_init(&f->cv, NULL))
+			pthread_mutex_destroy(&f->mu);
+		else
+			f->started = true;
+	}
+	/* Without the thread, the parser faults the mapped pages in, or
+	 * reads chunks as they are needed. */
+	f->threaded =
+		f->started && !pthread_create(&f->th, NULL, f->map ? map_main : reader_main, f);
 	f->usec = magic == PCAP_MAGIC_USEC;
 	f->snapshot = (uint32_t)pcap_snapshot(in->pc);
 	f->dlt = dlt;
