@@ -268,10 +268,8 @@ static double time_loop(void (*loop)(long), long n)
  * slot freed one at a time put A's poll on the very line B was clearing,
  * so every free paid a line transfer whenever B was the slower side. With
  * the two vCPUs far apart that cost depended on which side a variant made
- * the slower: rxpath's deferred free, whose allocations are cheaper, went
- * from 0.78x DPDK to 1.00x in 120 s of rounds alternating the two hand-overs
- * (DPDK 18.9 -> 17.5 cycles, the hand-over alone 11.9 -> 10.0; a build that
- * also counted spins and timed the flushes).
+ * the slower, so it penalised rxpath's deferred free, whose allocations are
+ * cheaper, more than DPDK (bench/results/README.md, "pool").
  */
 #define SPSC 1024
 #define ZERO_BATCH 16
