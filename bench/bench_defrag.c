@@ -417,8 +417,7 @@ int main(int argc, char **argv)
 
 		/* Untimed, as above; this pool is new here, and its first three
 		 * runs (memory touched the first time, then the cache's and the
-		 * stash's order settling) take 135-200 ns per fragment against
-		 * 130-138 after. */
+		 * stash's order settling) are slower than the runs after. */
 		for (int r = 0; r < 3; r++)
 			rx_run(pp45, t, f, (size_t)n45 * 45, n45);
 		for (int r = 0; r < o.runs; r++)

@@ -23,9 +23,8 @@
  *     sender's message, so rxp_pkt_try_coalesce joins them back into one
  *     page frag (a frag that continues the last one on the same page extends
  *     it) and the sink's copy is one memcpy. Fragments received from a NIC
- *     sit in separate buffers and stay 46 pieces; copying 64 KiB out of
- *     1432-byte pieces costs about 1.6x one memcpy on the machine this was
- *     written on;
+ *     sit in separate buffers and stay 46 pieces, and copying 64 KiB out of
+ *     1432-byte pieces costs more than one memcpy;
  *   - with --callgrind, also the instructions per fragment of fragmenting
  *     and reassembling one 64 KiB message at MTU 1472 (the copy-out
  *     excluded: only the per-fragment work);

@@ -72,16 +72,9 @@ static uint32_t build_datagram(const struct fs_opts *o, uint8_t *buf, int *v6)
 	if (!*v6 && 20 + ulen > 65535)
 		return 0;
 	if (*v6) {
-		struct rxp_ipv6hdr ip = {.vtc_flow = htonl(6u << 28),
-					 .payload_len = htons((uint16_t)ulen),
-					 .nexthdr = RXP_IPPROTO_UDP,
-					 .hop_limit = 64};
-
 		if (inet_pton(AF_INET6, o->src, s6) != 1 || inet_pton(AF_INET6, o->dst, d6) != 1)
 			return 0;
-		memcpy(ip.saddr, s6, 16);
-		memcpy(ip.daddr, d6, 16);
-		memcpy(buf, &ip, sizeof(ip));
+		rxp_ipv6_build(buf, 0, 0, (uint16_t)ulen, RXP_IPPROTO_UDP, 64, s6, d6);
 		udp = buf + RXP_IPV6_HLEN;
 	} else {
 		if (inet_pton(AF_INET, o->src, &s4) != 1 || inet_pton(AF_INET, o->dst, &d4) != 1)

@@ -24,6 +24,7 @@
 
 #include "cmd.h"
 #include "opt.h"
+#include "rxpath/ipid.h"
 #include "rxpath/pktpool.h"
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
@@ -166,8 +167,15 @@ static int cmd_tipc(int argc, char **argv)
 	}
 	peer.mtu = (uint32_t)mtu;
 	pp = rxp_pktpool_create(&c);
-	if (!pp)
+	/* the datagrams' IPv4 IDs, as a real sender's: a table of the smallest
+	 * real size with a random key */
+	peer.ids = rxp_ipid_create(&(struct rxp_ipid_config){.n_buckets = RXP_IPID_MIN_BUCKETS});
+	if (!pp || !peer.ids) {
+		fprintf(stderr, "rxpath tipc: cannot set up: %s\n", strerror(errno));
+		rxp_ipid_destroy(peer.ids);
+		rxp_pktpool_destroy(pp);
 		return RXP_EXIT_FAIL;
+	}
 	rxp_pkt_queue_init(&msgs);
 	rxp_pkt_queue_init(&outq);
 	for (unsigned i = 0; i < 12; i++) /* bundled */
@@ -179,6 +187,7 @@ static int cmd_tipc(int argc, char **argv)
 	add(pp, &msgs, RXP_TIPC_NAME_DISTRIBUTOR, 40, 20, 0);
 	add(pp, &msgs, 0, 24, 1400, 204); /* lone */
 	n = rxp_tipc_udp_build(pp, &peer, &msgs, &outq);
+	rxp_ipid_destroy(peer.ids);
 	if (n < 0) {
 		fprintf(stderr, "rxpath tipc: cannot build the datagrams: %s\n", strerror(-n));
 		rxp_pkt_queue_purge(&outq, RXP_DROP_NOT_SPECIFIED);

@@ -25,8 +25,9 @@
  *     apart from traffic, so probing one bucket twice does not count what
  *     other hosts were sent in between. Which thread gets to draw delta is
  *     decided by one compare-exchange on the stamp (never retried); the
- *     counter itself is never in a CAS loop, which is what cost Linux 63% of
- *     its CPU at 32 cores (seed 003). Arithmetic is unsigned and wraps.
+ *     counter itself is never in a CAS loop, which is what made Linux's
+ *     reservation collapse under many cores (seed 003). Arithmetic is
+ *     unsigned and wraps.
  *
  * IPv6: rxp_ipid_v6() returns a random non-zero 32-bit ID per datagram (as
  * Linux does since 2021): no shared counter at all, so nothing to predict

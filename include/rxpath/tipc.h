@@ -364,12 +364,17 @@ void rxp_tipc_bearer_rcv(void *bearer, struct rxp_pkt *pkt);
 void rxp_tipc_bearer_stats(const struct rxp_tipc_bearer *b, struct rxp_tipc_link_stats *links,
 			   uint64_t *peers_full, unsigned *npeers);
 
-/* Where a sender's datagrams go. */
+struct rxp_ipid_table;
+
+/* Where a sender's datagrams go. Each datagram's IPv4 ID comes from ids
+ * (rxpath/ipid.h) for (saddr, daddr, UDP), DF set or not: Linux's UDP
+ * tunnels (iptunnel_xmit) take theirs from the hashed generator too, not
+ * the 0 of an unconnected socket's atomic datagram. */
 struct rxp_tipc_udp_peer {
 	uint32_t saddr, daddr; /* IPv4, network order */
 	uint16_t sport, dport; /* host order; 0 picks RXP_TIPC_UDP_PORT */
 	uint32_t mtu; /* IP MTU of the path (>= 128) */
-	uint16_t ip_id; /* next IPv4 ID (host order), advanced per datagram */
+	struct rxp_ipid_table *ids; /* required; not owned */
 };
 /* The TIPC MTU for a peer: IP MTU minus IPv4 and UDP headers. */
 uint32_t rxp_tipc_udp_tipc_mtu(const struct rxp_tipc_udp_peer *peer);
@@ -380,7 +385,8 @@ uint32_t rxp_tipc_udp_tipc_mtu(const struct rxp_tipc_udp_peer *peer);
  * message is sent unbundled), messages larger than the TIPC MTU are
  * fragmented. Consumes every packet of msgs (the queue is left empty).
  * Returns the number of datagrams appended to out, or -errno (the
- * messages not yet sent are dropped and counted). */
+ * messages not yet sent are dropped and counted; -EINVAL without
+ * peer->ids or with an MTU too small). */
 int rxp_tipc_udp_build(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer,
 		       struct rxp_pkt_queue *msgs, struct rxp_pkt_queue *out);
 

@@ -1,6 +1,7 @@
 /*
  * Packet formats on the wire, kept apart from protocol logic: Ethernet,
- * IPv4, IPv6 (with the fragment header), UDP, and the Internet checksum.
+ * IPv4, IPv6 and its extension headers, UDP, and the Internet checksum,
+ * with builders that write a header and accessors that read one.
  * All multi-byte fields are in network order; parsers take (pointer,
  * length) and check every length before reading these.
  */
@@ -145,6 +146,15 @@ static inline uint16_t rxp_ip_csum(const void *hdr, unsigned hlen)
 	return rxp_csum_fold(rxp_csum_partial(hdr, hlen, 0));
 }
 
+/* Rewrite the checksum of an IPv4 header of hlen bytes in place. The
+ * usual 20-byte header is summed with a constant length, which the
+ * compiler unrolls: no loop and no variable-length tail. */
+static inline void rxp_ipv4_set_csum(struct rxp_iphdr *ip, unsigned hlen)
+{
+	ip->check = 0;
+	ip->check = hlen == RXP_IPV4_HLEN ? rxp_ip_csum(ip, RXP_IPV4_HLEN) : rxp_ip_csum(ip, hlen);
+}
+
 /* ---- builders ----------------------------------------------------------- */
 
 /* The pseudo-header sum of an upper-layer checksum (UDP: RFC 768; IPv6:
@@ -200,6 +210,111 @@ static inline void rxp_ipv4_build(void *hdr, uint8_t proto, uint16_t tot_len, ui
 	ip.daddr = daddr;
 	ip.check = rxp_ip_csum(&ip, RXP_IPV4_HLEN);
 	memcpy(hdr, &ip, RXP_IPV4_HLEN);
+}
+
+/* ---- IPv6 and its extension headers (RFC 8200) ---------------------------- */
+
+/* The version nibble of an IP header (4 or 6), from its first byte. */
+static inline unsigned rxp_ip_version(const void *hdr)
+{
+	return *(const uint8_t *)hdr >> 4;
+}
+
+/* Traffic class (DSCP and ECN) of an IPv6 header. */
+static inline uint8_t rxp_ipv6_tclass(const struct rxp_ipv6hdr *ip)
+{
+	return (uint8_t)(ntohl(ip->vtc_flow) >> 20);
+}
+
+/* Write a 40-byte IPv6 header: version 6, traffic class, the 20-bit flow
+ * label and payload_len in host order, the addresses 16 bytes each. */
+static inline void rxp_ipv6_build(void *hdr, uint8_t tclass, uint32_t flow, uint16_t payload_len,
+				  uint8_t nexthdr, uint8_t hop_limit, const void *saddr,
+				  const void *daddr)
+{
+	struct rxp_ipv6hdr ip;
+
+	ip.vtc_flow = htonl(6u << 28 | (uint32_t)tclass << 20 | (flow & 0xfffffu));
+	ip.payload_len = htons(payload_len);
+	ip.nexthdr = nexthdr;
+	ip.hop_limit = hop_limit;
+	memcpy(ip.saddr, saddr, 16);
+	memcpy(ip.daddr, daddr, 16);
+	memcpy(hdr, &ip, RXP_IPV6_HLEN);
+}
+
+/* Write an 8-byte fragment header: offset in bytes (a multiple of 8), the
+ * M flag and the identification, in host order. */
+static inline void rxp_frag6_build(void *hdr, uint8_t nexthdr, uint16_t offset, int more,
+				   uint32_t id)
+{
+	struct rxp_frag6hdr fh;
+
+	fh.nexthdr = nexthdr;
+	fh.reserved = 0;
+	fh.frag_off = htons((uint16_t)((offset & RXP_IP6_OFFMASK) | (more ? RXP_IP6_MF : 0)));
+	fh.id = htonl(id);
+	memcpy(hdr, &fh, RXP_IPV6_FRAGHDR_LEN);
+}
+
+/* A fragment header's offset in bytes, its M flag and identification. */
+static inline uint16_t rxp_frag6_offset(const struct rxp_frag6hdr *fh)
+{
+	return ntohs(fh->frag_off) & RXP_IP6_OFFMASK;
+}
+
+static inline int rxp_frag6_more(const struct rxp_frag6hdr *fh)
+{
+	return (ntohs(fh->frag_off) & RXP_IP6_MF) != 0;
+}
+
+static inline uint32_t rxp_frag6_id(const struct rxp_frag6hdr *fh)
+{
+	return ntohl(fh->id);
+}
+
+/* Write a Hop-by-Hop or Destination Options header of len bytes (8 to
+ * 2048, a multiple of 8) whose options are one PadN covering the rest. */
+static inline void rxp_ipv6_opts_build(void *hdr, uint8_t nexthdr, unsigned len)
+{
+	uint8_t *p = (uint8_t *)hdr;
+
+	p[0] = nexthdr;
+	p[1] = (uint8_t)(len / 8 - 1);
+	p[2] = 1; /* PadN */
+	p[3] = (uint8_t)(len - 4);
+	memset(p + 4, 0, len - 4);
+}
+
+/* May nh, at offset off from the start of the IPv6 header, precede a
+ * fragment header? Hop-by-Hop (only right after the fixed header),
+ * Destination Options and Routing (RFC 8200 section 4.1's order). */
+static inline int rxp_ipv6_ext_before_frag(uint8_t nh, uint32_t off)
+{
+	return nh == RXP_IPPROTO_ROUTING || nh == RXP_IPPROTO_DSTOPTS ||
+	       (nh == RXP_IPPROTO_HOPOPTS && off == RXP_IPV6_HLEN);
+}
+
+/* The length in bytes of extension header nh from its first two bytes (e[0]
+ * its next header, e[1] its length field): Hop-by-Hop, Routing and
+ * Destination Options count 8-byte units past the first 8, AH 4-byte units
+ * past the first 8 (RFC 4302), the fragment header is 8. 0 for anything
+ * that is not an extension header walked by length (ESP, No Next Header,
+ * an upper layer). */
+static inline uint32_t rxp_ipv6_ext_len(uint8_t nh, const uint8_t *e)
+{
+	switch (nh) {
+	case RXP_IPPROTO_HOPOPTS:
+	case RXP_IPPROTO_ROUTING:
+	case RXP_IPPROTO_DSTOPTS:
+		return ((uint32_t)e[1] + 1) * 8;
+	case RXP_IPPROTO_AH:
+		return ((uint32_t)e[1] + 2) * 4;
+	case RXP_IPPROTO_FRAGMENT:
+		return RXP_IPV6_FRAGHDR_LEN;
+	default:
+		return 0;
+	}
 }
 
 RXP_END_DECLS

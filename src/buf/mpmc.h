@@ -67,11 +67,10 @@ static inline struct rxp_mpmc *rxp_mpmc_create(uint32_t capacity)
 
 /* Copy n pointers out of, or into, the slots from position head on: in at
  * most two runs (the second from slot 0 when the range wraps), by memcpy once
- * there are a few. A loop of one load or store per pointer had the cost of a
- * 128-pointer batch set by how many of its cache misses fit in the
- * out-of-order window: with the other thread on a distant core it took
- * rxpath bench pool's cross-thread row from 26.5 to 22 cycles per object (3%
- * on near cores). */
+ * there are a few. With a loop of one load or store per pointer, the cost of
+ * a 128-pointer batch was set by how many of its cache misses fit in the
+ * out-of-order window, which the other thread on a distant core makes
+ * expensive (bench/results/README.md, "pool"). */
 #define RXP_MPMC_COPY_RUN 8 /* below this many, a loop beats a call */
 static inline void rxp_mpmc_copy_out(const struct rxp_mpmc *r, void **objs, uint32_t head,
 				     uint32_t n)

@@ -54,6 +54,66 @@ static void pool_free_mem(struct rxp_pool *p)
 	free(p);
 }
 
+/* The slot stride: header and object in whole cache lines. */
+static void pool_set_stride(struct rxp_pool *p, size_t obj_size)
+{
+	p->stride = RXP_ALIGN_UP(sizeof(struct obj_hdr) + obj_size, (size_t)RXP_CACHELINE);
+	/* An odd number of lines per slot, as DPDK's mempool pads its objects
+	 * unless told not to: with an even number, objects taken in address
+	 * order and used a fixed count apart (fragment r of datagram d sits
+	 * r x in-flight slots from fragment 0) land a multiple of 4 KiB apart,
+	 * in one L1 set. */
+	if (!((p->stride / RXP_CACHELINE) & 1))
+		p->stride += RXP_CACHELINE;
+}
+
+/* The owner table's divisor: a slot's index is its offset from obj0,
+ * shifted by the stride's power of two and multiplied by the inverse of
+ * its odd part. */
+static void pool_set_owner_div(struct rxp_pool *p)
+{
+	size_t odd = p->stride;
+	uint64_t inv = 1;
+
+	p->head.obj0 = p->mem + sizeof(struct obj_hdr);
+	p->head.owner_shift = (unsigned)__builtin_ctzll(odd);
+	odd >>= p->head.owner_shift;
+	for (int i = 0; i < 6; i++) /* Newton: inverse of odd mod 2^64 */
+		inv *= 2 - odd * inv;
+	p->head.owner_inv = inv;
+	/* owners[] entries are written as their slots are carved */
+}
+
+/* The per-thread caches, their staging areas, stashes and deferred-free
+ * rings; false when out of memory (pool_free_mem frees what was made). */
+static bool pool_alloc_caches(struct rxp_pool *p, uint32_t n)
+{
+	bool ok;
+
+	/* Untouched parts of these stay unbacked: only threads that use
+	 * the pool, and owners they free to, cost memory. */
+	p->cache_mem = calloc((size_t)RXP_MAX_THREADS * p->cache_size, sizeof(void *));
+	p->stage_mem = calloc((size_t)RXP_MAX_THREADS * NSTAGE, sizeof(struct stage));
+	p->nwords = (n + 63) / 64;
+	p->nsum = (p->nwords + 63) / 64;
+	p->stash = calloc(RXP_MAX_THREADS, sizeof(struct stash));
+	ok = p->cache_mem && p->stage_mem && p->stash;
+	for (unsigned t = 0; ok && t < RXP_MAX_THREADS; t++) {
+		p->defer[t] = rxp_mpmc_create(p->defer_max);
+		ok = p->defer[t] != NULL;
+		p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
+		p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;
+		p->caches[t].cap = p->cache_size;
+		/* the inline put stages while n < lim, then the call hands the
+		 * batch over */
+		for (unsigned k = 0; k < NSTAGE; k++) {
+			p->caches[t].stage[k].lim = p->stage_lim - 1;
+			p->caches[t].stage[k].pf_at = p->stage_lim * 3 / 4;
+		}
+	}
+	return ok;
+}
+
 struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 {
 	struct rxp_pool *p;
@@ -73,14 +133,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->head.sole = RXP_POOL_SOLE_NONE_;
 	snprintf(p->name, sizeof(p->name), "%s", cfg->name ? cfg->name : "pool");
 	p->obj_size = cfg->obj_size;
-	p->stride = RXP_ALIGN_UP(sizeof(struct obj_hdr) + cfg->obj_size, (size_t)RXP_CACHELINE);
-	/* An odd number of lines per slot, as DPDK's mempool pads its objects
-	 * unless told not to: with an even number, objects taken in address
-	 * order and used a fixed count apart (fragment r of datagram d sits
-	 * r x in-flight slots from fragment 0) land a multiple of 4 KiB apart,
-	 * in one L1 set. */
-	if (!((p->stride / RXP_CACHELINE) & 1))
-		p->stride += RXP_CACHELINE;
+	pool_set_stride(p, cfg->obj_size);
 	p->n = cfg->n;
 	if (cfg->cache_size == RXP_POOL_NO_CACHE)
 		p->cache_size = 0;
@@ -94,41 +147,10 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
 	p->head.owners = malloc(cfg->n);
 	ok = p->ring && p->mem && p->head.owners;
-	if (ok) {
-		size_t odd = p->stride;
-		uint64_t inv = 1;
-
-		p->head.obj0 = p->mem + sizeof(struct obj_hdr);
-		p->head.owner_shift = (unsigned)__builtin_ctzll(odd);
-		odd >>= p->head.owner_shift;
-		for (int i = 0; i < 6; i++) /* Newton: inverse of odd mod 2^64 */
-			inv *= 2 - odd * inv;
-		p->head.owner_inv = inv;
-		/* owners[] entries are written as their slots are carved */
-	}
-	if (ok && p->cache_size) {
-		/* Untouched parts of these stay unbacked: only threads that use
-		 * the pool, and owners they free to, cost memory. */
-		p->cache_mem = calloc((size_t)RXP_MAX_THREADS * p->cache_size, sizeof(void *));
-		p->stage_mem = calloc((size_t)RXP_MAX_THREADS * NSTAGE, sizeof(struct stage));
-		p->nwords = (cfg->n + 63) / 64;
-		p->nsum = (p->nwords + 63) / 64;
-		p->stash = calloc(RXP_MAX_THREADS, sizeof(struct stash));
-		ok = p->cache_mem && p->stage_mem && p->stash;
-		for (unsigned t = 0; ok && t < RXP_MAX_THREADS; t++) {
-			p->defer[t] = rxp_mpmc_create(p->defer_max);
-			ok = p->defer[t] != NULL;
-			p->caches[t].objs = p->cache_mem + (size_t)t * p->cache_size;
-			p->caches[t].stage = p->stage_mem + (size_t)t * NSTAGE;
-			p->caches[t].cap = p->cache_size;
-			/* the inline put stages while n < lim, then the call
-			 * hands the batch over */
-			for (unsigned k = 0; k < NSTAGE; k++) {
-				p->caches[t].stage[k].lim = p->stage_lim - 1;
-				p->caches[t].stage[k].pf_at = p->stage_lim * 3 / 4;
-			}
-		}
-	}
+	if (ok)
+		pool_set_owner_div(p);
+	if (ok && p->cache_size)
+		ok = pool_alloc_caches(p, cfg->n);
 	if (!ok) {
 		pool_free_mem(p);
 		errno = ENOMEM;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rxpath/ipid.h"
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
 #include "rxpath/workload.h"
@@ -50,6 +51,7 @@ struct wl {
 	struct rxp_gen *std, *jumbo;
 	struct rxp_pktpool *tpp;
 	struct rxp_tipc_udp_peer peers[TIPC_PEERS];
+	struct rxp_ipid_table *ids; /* the peers' IPv4 IDs */
 	struct rxp_pkt_queue tipc_out; /* built datagrams not yet emitted */
 	uint32_t tipc_seq;
 	unsigned tipc_peer; /* of the datagrams in tipc_out */
@@ -374,7 +376,55 @@ static void wl_close(struct rxp_src *s)
 	rxp_gen_destroy(w->std);
 	rxp_gen_destroy(w->jumbo);
 	rxp_pktpool_destroy(w->tpp);
+	rxp_ipid_destroy(w->ids);
 	free(w);
+}
+
+static uint32_t ids_clock(void *arg)
+{
+	(void)arg;
+	return 0; /* one tick forever: no idle jumps, IDs follow from the seed */
+}
+
+/* The TIPC peers' IPv4 IDs come from the project's generator, as a real
+ * bearer's do; for a source deterministic from its seed, its table has a
+ * key and starting counters drawn from the seed and a clock that never
+ * moves. A key is kept only if every peer has a bucket of its own: the
+ * ledger tells a peer's frames apart by ID, so each peer keeps a counter
+ * of 65536 IDs to itself. */
+static int tipc_ids(struct wl *w)
+{
+	uint8_t key[RXP_IPID_KEY_LEN];
+	struct rxp_ipid_config c = {.n_buckets = 1024, .key = key, .clock = ids_clock};
+
+	for (int tries = 0; tries < 64; tries++) {
+		uint32_t b[TIPC_PEERS];
+		bool distinct = true;
+
+		for (unsigned i = 0; i < sizeof(key); i += 8) {
+			uint64_t r = rnd(w);
+
+			memcpy(key + i, &r, 8);
+		}
+		rxp_ipid_destroy(w->ids);
+		w->ids = rxp_ipid_create(&c);
+		if (!w->ids)
+			return -1;
+		for (unsigned i = 0; i < TIPC_PEERS && distinct; i++) {
+			b[i] = rxp_ipid_bucket_of(w->ids, w->peers[i].saddr, w->peers[i].daddr,
+						  RXP_IPPROTO_UDP);
+			for (unsigned j = 0; j < i; j++)
+				distinct = distinct && b[j] != b[i];
+		}
+		if (!distinct)
+			continue;
+		for (unsigned i = 0; i < TIPC_PEERS; i++) {
+			rxp_ipid_bucket_set(w->ids, b[i], (uint32_t)rnd(w), 0);
+			w->peers[i].ids = w->ids;
+		}
+		return 0;
+	}
+	return -1;
 }
 
 struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
@@ -439,7 +489,11 @@ struct rxp_src *rxp_workload_src(const struct rxp_workload_config *cfg_in)
 		w->peers[i].sport = RXP_TIPC_UDP_PORT;
 		w->peers[i].dport = RXP_TIPC_UDP_PORT;
 		w->peers[i].mtu = 1500;
-		w->peers[i].ip_id = (uint16_t)rnd(w);
+	}
+	if (tipc_ids(w)) {
+		wl_close(&w->src);
+		errno = ENOMEM;
+		return NULL;
 	}
 	return &w->src;
 }

@@ -414,25 +414,15 @@ static uint32_t emit(const struct rxp_gen *g, const struct gen_slot *sl, unsigne
 			       64, sa, da);
 		off += RXP_IPV4_HLEN;
 	} else {
-		struct rxp_ipv6hdr ip6;
+		uint8_t sa[16], da[16];
 
-		memset(&ip6, 0, sizeof(ip6));
-		ip6.vtc_flow = htonl(6u << 28);
-		ip6.payload_len = htons((uint16_t)(n + (frag ? RXP_IPV6_FRAGHDR_LEN : 0)));
-		ip6.nexthdr = frag ? RXP_IPPROTO_FRAGMENT : RXP_IPPROTO_UDP;
-		ip6.hop_limit = 64;
-		addr6(g, sl->flow, false, ip6.saddr);
-		addr6(g, sl->flow, true, ip6.daddr);
-		memcpy(f + off, &ip6, RXP_IPV6_HLEN);
+		addr6(g, sl->flow, false, sa);
+		addr6(g, sl->flow, true, da);
+		rxp_ipv6_build(f + off, 0, 0, (uint16_t)(n + (frag ? RXP_IPV6_FRAGHDR_LEN : 0)),
+			       frag ? RXP_IPPROTO_FRAGMENT : RXP_IPPROTO_UDP, 64, sa, da);
 		off += RXP_IPV6_HLEN;
 		if (frag) {
-			struct rxp_frag6hdr fh = {
-				.nexthdr = RXP_IPPROTO_UDP,
-				.frag_off = htons((uint16_t)(pos | (more ? RXP_IP6_MF : 0))),
-				.id = htonl(sl->id),
-			};
-
-			memcpy(f + off, &fh, RXP_IPV6_FRAGHDR_LEN);
+			rxp_frag6_build(f + off, RXP_IPPROTO_UDP, (uint16_t)pos, more, sl->id);
 			off += RXP_IPV6_FRAGHDR_LEN;
 		}
 	}

@@ -3,8 +3,6 @@
  * parser, which runs for every fragment, is inline in defrag_internal.h).
  * Nothing here owns a packet.
  */
-#include <string.h>
-
 #include "rxpath/wire.h"
 #include "net/defrag_internal.h"
 
@@ -19,21 +17,6 @@ DFR_HOT int dfr_ipv4_finish(struct rxp_pkt *pkt, const struct dfr_queue *q, uint
 	ip->tot_len = htons((uint16_t)(ihl + plen));
 	ip->frag_off = df ? htons(RXP_IP_DF) : 0;
 	ip->tos |= ecn;
-	ip->check = 0;
-	if (ihl == RXP_IPV4_HLEN) {
-		/* The usual header: five 32-bit words, summed without the
-		 * general loop. */
-		uint32_t w[5];
-		uint64_t sum = 0;
-
-		memcpy(w, ip, sizeof(w));
-		for (int i = 0; i < 5; i++)
-			sum += w[i];
-		sum = (sum & 0xffffffffu) + (sum >> 32);
-		sum = (sum & 0xffffffffu) + (sum >> 32);
-		ip->check = rxp_csum_fold((uint32_t)((sum & 0xffff) + (sum >> 16)));
-	} else {
-		ip->check = rxp_ip_csum(ip, ihl);
-	}
+	rxp_ipv4_set_csum(ip, ihl);
 	return 0;
 }

@@ -41,8 +41,8 @@ static int upper_complete(const struct rxp_pkt *pkt, uint8_t nh, uint32_t pos, u
 			p = rd(pkt, pos, 2, lim, b);
 			if (!p)
 				return -RXP_DROP_FRAG_IPV6_INCOMPLETE;
+			pos += rxp_ipv6_ext_len(nh, p); /* this header's length, by its type */
 			nh = p[0];
-			pos += nh == RXP_IPPROTO_AH ? (p[1] + 2u) * 4u : (p[1] + 1u) * 8u;
 			if (pos > lim)
 				return -RXP_DROP_FRAG_IPV6_INCOMPLETE;
 			continue;
@@ -77,7 +77,7 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	struct rxp_frag6hdr fbuf;
 	const struct rxp_ipv6hdr *ip;
 	const struct rxp_frag6hdr *fh;
-	uint32_t pos = RXP_IPV6_HLEN, nhoff = 6, lim, fo;
+	uint32_t pos = RXP_IPV6_HLEN, nhoff = 6, lim;
 	uint8_t nh, b[2];
 	int i;
 
@@ -85,7 +85,7 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	ip = rxp_pkt_header_pointer(pkt, 0, sizeof(buf), &buf);
 	if (!ip)
 		return -RXP_DROP_IP_TRUNCATED;
-	if ((ntohl(ip->vtc_flow) >> 28) != 6)
+	if (rxp_ip_version(ip) != 6)
 		return -RXP_DROP_IP_HDR;
 	lim = RXP_IPV6_HLEN + ntohs(ip->payload_len);
 	/* Walk what is there; a truncated packet is our business only if it
@@ -96,15 +96,14 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	for (i = 0; i < DFR_V6_MAX_EXT && nh != RXP_IPPROTO_FRAGMENT; i++) {
 		const uint8_t *p;
 
-		if (nh != RXP_IPPROTO_ROUTING && nh != RXP_IPPROTO_DSTOPTS &&
-		    !(nh == RXP_IPPROTO_HOPOPTS && pos == RXP_IPV6_HLEN))
+		if (!rxp_ipv6_ext_before_frag(nh, pos))
 			return 0;
 		p = rd(pkt, pos, 2, lim, b);
 		if (!p)
 			return 0; /* not ours to judge: IP input drops it */
 		nhoff = pos;
+		pos += rxp_ipv6_ext_len(nh, p);
 		nh = p[0];
-		pos += (p[1] + 1u) * 8u;
 	}
 	if (nh != RXP_IPPROTO_FRAGMENT)
 		return 0;
@@ -116,19 +115,18 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	if (!fh)
 		return -RXP_DROP_IPV6_EXTHDR;
 	memset(fi, 0, sizeof(*fi));
-	fo = ntohs(fh->frag_off);
 	fi->key.family = 6;
-	fi->key.id = ntohl(fh->id);
+	fi->key.id = rxp_frag6_id(fh);
 	fi->key.zone = zone_all || zone_scoped(ip->daddr) ? zone : 0;
 	memcpy(fi->key.addr, ip->saddr, 16);
 	memcpy(fi->key.addr + 16, ip->daddr, 16);
 	fi->hdrlen = (uint16_t)(pos + RXP_IPV6_FRAGHDR_LEN);
 	fi->nhoff = (uint16_t)nhoff;
 	fi->nexthdr = fh->nexthdr;
-	fi->off = fo & RXP_IP6_OFFMASK;
+	fi->off = rxp_frag6_offset(fh);
 	fi->end = fi->off + (lim - fi->hdrlen);
-	fi->mf = fo & RXP_IP6_MF;
-	fi->ecn = (uint8_t)((ntohl(ip->vtc_flow) >> 20) & 3);
+	fi->mf = rxp_frag6_more(fh);
+	fi->ecn = rxp_ipv6_tclass(ip) & 3;
 	if (fi->off == 0 && !fi->mf) {
 		*atomic = true;
 		return 0;

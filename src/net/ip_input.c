@@ -163,8 +163,7 @@ static int ipv6_upper(const struct rxp_pkt *pkt, uint32_t *off, uint8_t *proto)
 			e = rxp_pkt_header_pointer(pkt, o, 2, eh);
 			if (!e)
 				return -1;
-			len = nh == RXP_IPPROTO_AH ? ((uint32_t)e[1] + 2) * 4
-						   : ((uint32_t)e[1] + 1) * 8;
+			len = rxp_ipv6_ext_len(nh, e);
 			nh = e[0];
 			o += len;
 			if (o > pkt->len)

@@ -309,7 +309,7 @@ static enum rxp_drop_reason v6_unfragmentable(const uint8_t *p, uint32_t len, ui
 		 * we copied: a longer unfragmentable part is refused. */
 		if (off + 2 > len)
 			return RXP_DROP_IPV6_EXTHDR;
-		hl = ((uint32_t)p[off + 1] + 1) * 8;
+		hl = rxp_ipv6_ext_len(nh, p + off);
 		if (off + hl > len)
 			return RXP_DROP_IPV6_EXTHDR;
 		if (nh != RXP_IPPROTO_DSTOPTS) {
@@ -326,8 +326,8 @@ static enum rxp_drop_reason fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struc
 {
 	uint8_t h[RXP_IPV6_UNFRAG_MAX + RXP_IPV6_FRAGHDR_LEN];
 	struct rxp_ipv6hdr ip6;
-	struct rxp_frag6hdr fh;
 	uint32_t seen, tot, unfrag, nh_off, left, max, pos = 0, id;
+	uint8_t nexthdr;
 	struct cursor c;
 	enum rxp_drop_reason r;
 
@@ -355,9 +355,7 @@ static enum rxp_drop_reason fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struc
 		return RXP_DROP_FRAG_OUT_BAD_MTU;
 	max = (mtu - unfrag - RXP_IPV6_FRAGHDR_LEN) & ~7u;
 	id = rxp_ipid_v6();
-	fh.nexthdr = h[nh_off];
-	fh.reserved = 0;
-	fh.id = htonl(id);
+	nexthdr = h[nh_off];
 	h[nh_off] = RXP_IPPROTO_FRAGMENT;
 
 	c = (struct cursor){.src = pkt, .m = pkt, .idx = -1};
@@ -368,8 +366,7 @@ static enum rxp_drop_reason fragment_v6(struct rxp_pkt *pkt, uint32_t mtu, struc
 		uint16_t plen = (uint16_t)(unfrag - RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN + n);
 		struct rxp_pkt *f;
 
-		fh.frag_off = htons((uint16_t)(pos | (n < left ? RXP_IP6_MF : 0)));
-		memcpy(h + unfrag, &fh, sizeof(fh));
+		rxp_frag6_build(h + unfrag, nexthdr, (uint16_t)pos, n < left, id);
 		memcpy(h + 4, &(uint16_t){htons(plen)}, 2);
 		f = build(&c, h, unfrag + RXP_IPV6_FRAGHDR_LEN, n);
 		if (!f)

@@ -2,9 +2,10 @@
  * TIPC UDP bearer (include/rxpath/tipc.h): TIPC messages as the bare
  * payload of UDP datagrams, port 6118 by default.
  *
- * Receive is the bearer's peer table (tipc_bearer.c). Send: rxp_tipc_udp_build() turns a queue of messages into IPv4/UDP
- * datagrams for one peer, bundling what fits the path MTU and fragmenting
- * what does not.
+ * Receive is the bearer's peer table (tipc_bearer.c). Send:
+ * rxp_tipc_udp_build() turns a queue of messages into IPv4/UDP datagrams
+ * for one peer, bundling what fits the path MTU and fragmenting what does
+ * not. IPv4 IDs come from the peer's IP ID table (rxpath/ipid.h).
  *
  * Not implemented: the link protocol (sequence numbers, acknowledgements,
  * retransmission, RESET/ACTIVATE, discovery over LINK_CONFIG), multicast and
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "rxpath/compiler.h"
+#include "rxpath/ipid.h"
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
 
@@ -62,8 +64,9 @@ static int encap(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer, struct 
 	uh->len = htons((uint16_t)(len + sizeof(*uh)));
 	uh->check = 0;
 	ip = (struct rxp_iphdr *)rxp_pkt_push(pkt, RXP_IPV4_HLEN);
-	rxp_ipv4_build(ip, RXP_IPPROTO_UDP, (uint16_t)(len + ENCAP_LEN), peer->ip_id++, RXP_IP_DF,
-		       64, peer->saddr, peer->daddr);
+	rxp_ipv4_build(ip, RXP_IPPROTO_UDP, (uint16_t)(len + ENCAP_LEN),
+		       rxp_ipid_reserve(peer->ids, peer->saddr, peer->daddr, RXP_IPPROTO_UDP, 1),
+		       RXP_IP_DF, 64, peer->saddr, peer->daddr);
 	/* UDP checksum over the pseudo header, UDP header and payload. */
 	sum = rxp_pseudo_sum(&ip->saddr, &ip->daddr, 4, RXP_IPPROTO_UDP,
 			     len + (uint32_t)sizeof(*uh));
@@ -169,6 +172,10 @@ int rxp_tipc_udp_build(struct rxp_pktpool *pp, struct rxp_tipc_udp_peer *peer,
 	struct rxp_pkt *m;
 
 	s.tmtu = rxp_tipc_udp_tipc_mtu(peer);
+	if (!peer->ids) {
+		rxp_pkt_queue_purge(msgs, RXP_DROP_NOT_SPECIFIED); /* a caller's mistake */
+		return -EINVAL;
+	}
 	if (s.tmtu < 88) {
 		rxp_pkt_queue_purge(msgs, RXP_DROP_PKT_TOO_BIG);
 		return -EINVAL;

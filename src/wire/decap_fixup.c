@@ -43,82 +43,94 @@ static int udp_pseudo(const struct rxp_decap *d, unsigned i, const uint8_t *f, u
 	return -1;
 }
 
+/* Writes a 16-bit length field; -1 when the length does not fit. */
+static int set_len(uint8_t *p, uint32_t v)
+{
+	if (v > UINT16_MAX)
+		return -1;
+	wr16(p, (uint16_t)v);
+	return 0;
+}
+
+static int fix_ipv4(uint8_t *p, uint32_t hlen, uint32_t tot)
+{
+	uint16_t c;
+
+	if (set_len(p + 2, tot))
+		return -1;
+	wr16(p + 10, 0);
+	c = rxp_ip_csum(p, hlen);
+	memcpy(p + 10, &c, 2); /* rxp_csum_fold's value is in wire order */
+	return 0;
+}
+
+static int fix_udp(const struct rxp_decap *d, unsigned i, uint8_t *f, uint8_t *p, uint32_t ulen)
+{
+	uint32_t sum;
+	uint16_t c;
+
+	if (set_len(p + 4, ulen))
+		return -1;
+	if (!p[6] && !p[7])
+		return 0; /* no checksum: keep none */
+	if (udp_pseudo(d, i, f, ulen, &sum))
+		return -1;
+	wr16(p + 6, 0);
+	c = rxp_udp_csum_field(rxp_csum_partial(p, ulen, sum));
+	memcpy(p + 6, &c, 2);
+	return 0;
+}
+
+/* GRE: enhanced GRE (version 1) carries the payload length; the classic
+ * header may carry a checksum over itself and what follows. */
+static int fix_gre(uint8_t *p, uint32_t glen, uint32_t after)
+{
+	if ((p[1] & 0x07) == 1)
+		return set_len(p + 4, after);
+	if (p[0] & 0x80) {
+		uint16_t c;
+
+		wr16(p + 4, 0);
+		c = rxp_csum_fold(rxp_csum_partial(p, glen, 0));
+		memcpy(p + 4, &c, 2);
+	}
+	return 0;
+}
+
+static int fix_nflog(const struct rxp_layer *l, uint8_t *f, uint32_t len)
+{
+	uint32_t tl = len - l->aux;
+
+	if (tl > UINT16_MAX)
+		return -1;
+	if (l->flags & RXP_LAYER_F_LE)
+		wr16le(f + l->aux, (uint16_t)tl);
+	else
+		wr16(f + l->aux, (uint16_t)tl);
+	return 0;
+}
+
 static int fix_one(const struct rxp_decap *d, unsigned i, uint8_t *f, uint32_t len)
 {
 	const struct rxp_layer *l = &d->layer[i];
 	uint8_t *p = f + l->off;
-	uint32_t after = len - l->off - l->len; /* bytes behind this header */
-	uint32_t sum;
+	uint32_t rest = len - l->off; /* this header and what follows */
 
 	switch (l->type) {
 	case RXP_LAYER_IPV4:
-		if (len - l->off > UINT16_MAX)
-			return -1;
-		wr16(p + 2, (uint16_t)(len - l->off));
-		wr16(p + 10, 0);
-		{
-			uint16_t c = rxp_ip_csum(p, l->len);
-
-			memcpy(p + 10, &c, 2); /* rxp_csum_fold's value is in wire order */
-		}
-		return 0;
+		return fix_ipv4(p, l->len, rest);
 	case RXP_LAYER_IPV6:
-		if (len - l->off - RXP_IPV6_HLEN > UINT16_MAX)
-			return -1;
-		wr16(p + 4, (uint16_t)(len - l->off - RXP_IPV6_HLEN));
-		return 0;
-	case RXP_LAYER_UDP: {
-		uint32_t ulen = len - l->off;
-		uint16_t c;
-
-		if (ulen > UINT16_MAX)
-			return -1;
-		wr16(p + 4, (uint16_t)ulen);
-		if (!p[6] && !p[7])
-			return 0; /* no checksum: keep none */
-		if (udp_pseudo(d, i, f, ulen, &sum))
-			return -1;
-		wr16(p + 6, 0);
-		c = rxp_csum_fold(rxp_csum_partial(p, ulen, sum));
-		if (!c)
-			c = 0xffff;
-		memcpy(p + 6, &c, 2);
-		return 0;
-	}
+		return set_len(p + 4, rest - RXP_IPV6_HLEN);
+	case RXP_LAYER_UDP:
+		return fix_udp(d, i, f, p, rest);
 	case RXP_LAYER_GRE:
-		if ((p[1] & 0x07) == 1) {
-			if (after > UINT16_MAX)
-				return -1;
-			wr16(p + 4, (uint16_t)after); /* enhanced GRE: payload length */
-		} else if (p[0] & 0x80) {
-			uint16_t c;
-
-			wr16(p + 4, 0);
-			c = rxp_csum_fold(rxp_csum_partial(p, len - l->off, 0));
-			memcpy(p + 4, &c, 2);
-		}
-		return 0;
+		return fix_gre(p, rest, rest - l->len);
 	case RXP_LAYER_GTPU:
-		if (len - l->off - 8 > UINT16_MAX)
-			return -1;
-		wr16(p + 2, (uint16_t)(len - l->off - 8));
-		return 0;
+		return set_len(p + 2, rest - 8);
 	case RXP_LAYER_PPPOE:
-		if (len - l->off - 6 > UINT16_MAX)
-			return -1;
-		wr16(p + 4, (uint16_t)(len - l->off - 6));
-		return 0;
-	case RXP_LAYER_NFLOG: {
-		uint32_t tl = len - l->aux;
-
-		if (tl > UINT16_MAX)
-			return -1;
-		if (l->flags & RXP_LAYER_F_LE)
-			wr16le(f + l->aux, (uint16_t)tl);
-		else
-			wr16(f + l->aux, (uint16_t)tl);
-		return 0;
-	}
+		return set_len(p + 4, rest - 6);
+	case RXP_LAYER_NFLOG:
+		return fix_nflog(l, f, len);
 	case RXP_LAYER_RADIOTAP:
 		if (l->aux)
 			f[l->aux] &= (uint8_t)~RT_FLAGS_FCS;

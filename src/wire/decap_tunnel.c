@@ -61,15 +61,17 @@ int rxp_decap_ip_info(const uint8_t *ip, uint32_t avail, uint32_t *iplen, bool *
 		*iplen = pl || nh != RXP_IPPROTO_HOPOPTS ? RXP_IPV6_HLEN + pl : avail;
 		*frag = false;
 		for (unsigned i = 0; i < IPV6_MAX_EXT && pos + 2 <= avail; i++) {
+			uint32_t el;
+
 			if (nh == RXP_IPPROTO_FRAGMENT) {
 				*frag = true;
 				break;
 			}
-			if (nh != RXP_IPPROTO_ROUTING && nh != RXP_IPPROTO_DSTOPTS &&
-			    !(nh == RXP_IPPROTO_HOPOPTS && pos == RXP_IPV6_HLEN))
+			if (!rxp_ipv6_ext_before_frag(nh, pos))
 				break;
+			el = rxp_ipv6_ext_len(nh, ip + pos);
 			nh = ip[pos];
-			pos += (ip[pos + 1] + 1u) * 8u;
+			pos += el;
 		}
 		return 0;
 	}
@@ -336,17 +338,14 @@ static int outer_ip(const struct dview *v, uint32_t *hl, uint8_t *proto)
 		for (unsigned i = 0; i <= IPV6_MAX_EXT; i++) {
 			uint32_t el;
 
-			if (nh != RXP_IPPROTO_ROUTING && nh != RXP_IPPROTO_DSTOPTS &&
-			    nh != RXP_IPPROTO_AH &&
-			    !(nh == RXP_IPPROTO_HOPOPTS && pos == RXP_IPV6_HLEN)) {
+			if (!rxp_ipv6_ext_before_frag(nh, pos) && nh != RXP_IPPROTO_AH) {
 				*hl = pos;
 				*proto = nh;
 				return 0;
 			}
 			if (pos + 2 > v->len)
 				return -1;
-			el = nh == RXP_IPPROTO_AH ? (ip[pos + 1] + 2u) * 4u
-						  : (ip[pos + 1] + 1u) * 8u;
+			el = rxp_ipv6_ext_len(nh, ip + pos);
 			nh = ip[pos];
 			pos += el;
 			if (pos > v->len)

@@ -115,19 +115,11 @@ static uint32_t attack_frame(struct ovl_stream *s, uint8_t *f)
 		memcpy(f + l, &ip, 20);
 		l += 20;
 	} else {
-		struct rxp_ipv6hdr ip6 = {.nexthdr = RXP_IPPROTO_FRAGMENT, .hop_limit = 64};
-		struct rxp_frag6hdr fh = {.nexthdr = RXP_IPPROTO_UDP};
+		uint8_t sa[16] = {0xfd, 0x66}, da[16] = {0xfd, 2};
 
-		ip6.vtc_flow = htonl(6u << 28);
-		ip6.payload_len = htons((uint16_t)(8 + n));
-		ip6.saddr[0] = ip6.daddr[0] = 0xfd;
-		ip6.saddr[1] = 0x66;
-		ip6.daddr[1] = 2;
-		ip6.saddr[15] = ip6.daddr[15] = 1;
-		fh.frag_off = htons((uint16_t)(off | RXP_IP6_MF));
-		fh.id = htonl(id);
-		memcpy(f + l, &ip6, 40);
-		memcpy(f + l + 40, &fh, 8);
+		sa[15] = da[15] = 1;
+		rxp_ipv6_build(f + l, 0, 0, (uint16_t)(8 + n), RXP_IPPROTO_FRAGMENT, 64, sa, da);
+		rxp_frag6_build(f + l + 40, RXP_IPPROTO_UDP, (uint16_t)off, 1, id);
 		l += 48;
 	}
 	for (uint32_t i = 0; i < n; i += 8) {

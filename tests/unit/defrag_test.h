@@ -68,35 +68,19 @@ static inline struct rxp_pkt *dt_frag6(struct rxp_pktpool *pp, const struct dt6 
 	uint32_t hl = 40 + d->hbh + 8;
 	struct rxp_pkt *p = rxp_pkt_alloc(pp, hl + len);
 	uint8_t *b;
-	struct rxp_ipv6hdr *ip;
-	struct rxp_frag6hdr *fh;
+	uint8_t sa[16] = {0x20, 0x01}, da[16] = {0x20, 0x01};
 
 	assert_non_null(p);
 	b = rxp_pkt_put(p, hl + len);
-	memset(b, 0, hl);
-	ip = (struct rxp_ipv6hdr *)b;
-	ip->vtc_flow = htonl(0x60000000u | ((uint32_t)d->tc << 20));
-	ip->payload_len = htons((uint16_t)(hl - 40 + len));
-	ip->nexthdr = d->hbh ? RXP_IPPROTO_HOPOPTS : RXP_IPPROTO_FRAGMENT;
-	ip->hop_limit = 64;
-	if (d->src[0])
-		memcpy(ip->saddr, d->src, 16);
-	else
-		ip->saddr[0] = 0x20, ip->saddr[1] = 0x01, ip->saddr[15] = 1;
-	if (d->dst[0])
-		memcpy(ip->daddr, d->dst, 16);
-	else
-		ip->daddr[0] = 0x20, ip->daddr[1] = 0x01, ip->daddr[15] = 2;
-	if (d->hbh) {
-		b[40] = RXP_IPPROTO_FRAGMENT;
-		b[41] = (uint8_t)(d->hbh / 8 - 1);
-		b[42] = 1; /* PadN */
-		b[43] = (uint8_t)(d->hbh - 4);
-	}
-	fh = (struct rxp_frag6hdr *)(b + 40 + d->hbh);
-	fh->nexthdr = d->nexthdr ? d->nexthdr : RXP_IPPROTO_UDP;
-	fh->frag_off = htons((uint16_t)(off | (mf ? RXP_IP6_MF : 0)));
-	fh->id = htonl(d->id);
+	sa[15] = 1;
+	da[15] = 2;
+	rxp_ipv6_build(b, d->tc, 0, (uint16_t)(hl - 40 + len),
+		       d->hbh ? RXP_IPPROTO_HOPOPTS : RXP_IPPROTO_FRAGMENT, 64,
+		       d->src[0] ? d->src : sa, d->dst[0] ? d->dst : da);
+	if (d->hbh)
+		rxp_ipv6_opts_build(b + 40, RXP_IPPROTO_FRAGMENT, d->hbh);
+	rxp_frag6_build(b + 40 + d->hbh, d->nexthdr ? d->nexthdr : RXP_IPPROTO_UDP, (uint16_t)off,
+			mf, d->id);
 	memcpy(b + hl, pl + off, len);
 	p->protocol = RXP_ETH_P_IPV6;
 	return p;

@@ -91,6 +91,33 @@ static void test_truncated_upper(void **state)
 	env_down(&e);
 }
 
+/* An AH header in the first fragment is as long as its own length field
+ * says in 4-byte units (RFC 4302), whatever follows it: AH of 16 bytes,
+ * then UDP's 8, fit a first fragment of 24 bytes and not one of 16. */
+static void test_ah_before_upper(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(64, 9);
+	struct dt6 d = {.id = 12, .nexthdr = RXP_IPPROTO_AH};
+	struct rxp_pkt *r;
+
+	pl[0] = RXP_IPPROTO_UDP;
+	pl[1] = 2; /* (2 + 2) * 4 = 16 bytes */
+	env_up(&e, NULL);
+	assert_null(in6(&e, &d, pl, 0, 16, true, 0));
+	assert_int_equal(drops(&e, RXP_DROP_FRAG_IPV6_INCOMPLETE), 1);
+	d.id = 13;
+	assert_null(in6(&e, &d, pl, 0, 24, true, 0));
+	assert_int_equal(drops(&e, RXP_DROP_FRAG_IPV6_INCOMPLETE), 1);
+	r = in6(&e, &d, pl, 24, 40, false, 0);
+	assert_non_null(r);
+	assert_int_equal(((struct rxp_ipv6hdr *)r->data)->nexthdr, RXP_IPPROTO_AH);
+	dt_check_payload(r, 40, pl, 64);
+	rxp_pkt_consume(r);
+	free(pl);
+	env_down(&e);
+}
+
 static void test_nested_fraghdr(void **state)
 {
 	struct env e;
@@ -241,11 +268,17 @@ static void test_too_big(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic_exthdr),	   cmocka_unit_test(test_atomic),
-		cmocka_unit_test(test_truncated_upper),	   cmocka_unit_test(test_nested_fraghdr),
-		cmocka_unit_test(test_mf_len_drops),	   cmocka_unit_test(test_overlap_and_dup),
-		cmocka_unit_test(test_nexthdr_from_first), cmocka_unit_test(test_zone),
-		cmocka_unit_test(test_ecn_and_timeout),	   cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_basic_exthdr),
+		cmocka_unit_test(test_atomic),
+		cmocka_unit_test(test_truncated_upper),
+		cmocka_unit_test(test_ah_before_upper),
+		cmocka_unit_test(test_nested_fraghdr),
+		cmocka_unit_test(test_mf_len_drops),
+		cmocka_unit_test(test_overlap_and_dup),
+		cmocka_unit_test(test_nexthdr_from_first),
+		cmocka_unit_test(test_zone),
+		cmocka_unit_test(test_ecn_and_timeout),
+		cmocka_unit_test(test_too_big),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,24 +30,14 @@ static struct rxp_pkt *mkdgram(struct rxp_pktpool *pp, bool v6, uint32_t plen, u
 	d = rxp_pkt_put(p, lin);
 	memset(ref, 0, hl + 8);
 	if (v6) {
-		struct rxp_ipv6hdr *h = (void *)ref;
+		uint8_t sa[16] = {0xfd}, da[16] = {0xfd};
 
-		h->vtc_flow = htonl(6u << 28);
-		h->payload_len = htons((uint16_t)(8 + plen));
-		h->nexthdr = RXP_IPPROTO_UDP;
-		h->hop_limit = 64;
-		h->saddr[0] = 0xfd, h->saddr[15] = 1;
-		h->daddr[0] = 0xfd, h->daddr[15] = 2;
+		sa[15] = 1;
+		da[15] = 2;
+		rxp_ipv6_build(ref, 0, 0, (uint16_t)(8 + plen), RXP_IPPROTO_UDP, 64, sa, da);
 	} else {
-		struct rxp_iphdr *h = (void *)ref;
-
-		h->ver_ihl = 0x45;
-		h->tot_len = htons((uint16_t)tot);
-		h->ttl = 64;
-		h->protocol = RXP_IPPROTO_UDP;
-		h->saddr = htonl(0x0a000001);
-		h->daddr = htonl(0x0a000002);
-		h->check = rxp_ip_csum(h, 20);
+		rxp_ipv4_build(ref, RXP_IPPROTO_UDP, (uint16_t)tot, 0, 0, 64, htonl(0x0a000001),
+			       htonl(0x0a000002));
 	}
 	ref[hl] = 0x12, ref[hl + 2] = 0x23; /* ports */
 	ref[hl + 4] = (uint8_t)((8 + plen) >> 8), ref[hl + 5] = (uint8_t)(8 + plen);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rxptest.h"
+#include "rxpath/ipid.h"
 #include "rxpath/tipc.h"
 #include "rxpath/wire.h"
 
@@ -32,11 +33,13 @@ static void on_msg(void *arg, struct rxp_pkt *pkt)
 static void build(struct rxp_pktpool *pp, uint32_t saddr, uint16_t sport, uint32_t len,
 		  struct rxp_pkt_queue *out)
 {
-	struct rxp_tipc_udp_peer peer = {.saddr = htonl(saddr),
-					 .daddr = htonl(0x0a000001),
-					 .sport = sport,
-					 .dport = RXP_TIPC_UDP_PORT,
-					 .mtu = 1500};
+	struct rxp_tipc_udp_peer peer = {
+		.saddr = htonl(saddr),
+		.daddr = htonl(0x0a000001),
+		.sport = sport,
+		.dport = RXP_TIPC_UDP_PORT,
+		.mtu = 1500,
+		.ids = rxp_ipid_create(&(struct rxp_ipid_config){.n_buckets = 64})};
 	static uint8_t payload[8000];
 	struct rxp_pkt_queue msgs, dg;
 	struct rxp_pkt *m, *d;
@@ -47,7 +50,9 @@ static void build(struct rxp_pktpool *pp, uint32_t saddr, uint16_t sport, uint32
 			     0x1001001, 0x1001002, 1000, payload, len);
 	assert_non_null(m);
 	rxp_pkt_enqueue(&msgs, m);
+	assert_non_null(peer.ids);
 	assert_true(rxp_tipc_udp_build(pp, &peer, &msgs, &dg) > 0);
+	rxp_ipid_destroy(peer.ids);
 	while ((d = rxp_pkt_dequeue(&dg))) {
 		d->network_off = (uint16_t)(d->data - d->head);
 		d->transport_off = (uint16_t)(d->network_off + RXP_IPV4_HLEN);

@@ -9,6 +9,7 @@
 
 #include "tipctest.h"
 #include "rxpath/compiler.h"
+#include "rxpath/ipid.h"
 #include "rxpath/wire.h"
 
 /* Every field: set a random value, read it back, and check no bit outside
@@ -349,12 +350,15 @@ static void test_property_udp_roundtrip(void **state)
 	unsigned rounds = 1000 * (sc ? (unsigned)atoi(sc) : 1), total = 0;
 	static struct tt_sink s;
 	static uint32_t sums[64], sizes[64];
+	struct rxp_ipid_table *ids = rxp_ipid_create(&(struct rxp_ipid_config){.n_buckets = 64});
 
+	assert_non_null(ids);
 	rxpt_rng_seed(&r, rxpt_seed("tipc_udp_roundtrip"));
 	for (unsigned round = 0; round < rounds; round++) {
 		struct rxp_tipc_udp_peer peer = {.saddr = htonl(0x0a000001),
 						 .daddr = htonl(0x0a000002),
-						 .mtu = 200 + (uint32_t)rxpt_rng_below(&r, 9000)};
+						 .mtu = 200 + (uint32_t)rxpt_rng_below(&r, 9000),
+						 .ids = ids};
 		struct rxp_pkt_queue msgs, out;
 		struct rxp_tipc_link l;
 		unsigned n = 1 + (unsigned)rxpt_rng_below(&r, 40), i;
@@ -390,6 +394,7 @@ static void test_property_udp_roundtrip(void **state)
 		total += n;
 	}
 	printf("tipc udp round trip: %u rounds, %u messages\n", rounds, total);
+	rxp_ipid_destroy(ids);
 	rxpt_pktpool_teardown(pp);
 }
 

@@ -9,6 +9,7 @@
 
 #include "rxptest.h"
 #include "tipctest.h"
+#include "rxpath/ipid.h"
 #include "rxpath/sim.h"
 #include "rxpath/worker.h"
 #include "rxpath/workload.h"
@@ -237,13 +238,15 @@ static void tp_build(struct rxp_pktpool *pp)
 {
 	struct rxp_pkt_queue out[TP_PEERS];
 	unsigned left = 0;
+	struct rxp_ipid_table *ids = rxp_ipid_create(&(struct rxp_ipid_config){.n_buckets = 64});
 
+	assert_non_null(ids);
 	tp.n = 0;
 	for (unsigned p = 0; p < TP_PEERS; p++) {
 		struct rxp_tipc_udp_peer peer = {.saddr = htonl(0x0a010000u + p + 1),
 						 .daddr = htonl(0x0a020001u),
 						 .mtu = 1500,
-						 .ip_id = 1};
+						 .ids = ids};
 		struct rxp_pkt_queue msgs;
 		static uint8_t b[5000];
 
@@ -257,6 +260,7 @@ static void tp_build(struct rxp_pktpool *pp)
 		assert_true(rxp_tipc_udp_build(pp, &peer, &msgs, &out[p]) > 0);
 		left += out[p].len;
 	}
+	rxp_ipid_destroy(ids);
 	while (left)
 		for (unsigned p = 0; p < TP_PEERS; p++) {
 			struct rxp_pkt *d = rxp_pkt_dequeue(&out[p]);
