@@ -46,13 +46,14 @@ struct dio_in {
 	 * run on a 114 MB capture), libpcap hands out its own buffer. wth
 	 * stays open for what the file is (format, link type, IDBs). */
 	pcap_t *pc;
-	/* A plain pcap file in this machine's byte order, version 2.4, is
-	 * read by us in large chunks, records parsed in place: libpcap
-	 * reads it through a FILE of 4 KiB (a read(2) per 4 KiB, 138k calls
-	 * for the 564 MB bench capture) and copies every record out of it
-	 * (fread: 650 instructions a record). The checks and messages are
-	 * libpcap's (1.10, sf-pcap.c pcap_next_packet), so what is read, and
-	 * where and why it ends, is the same. */
+	/* A plain pcap file of version 2.4 (either byte order) is read by
+	 * us in large chunks, records parsed in place: libpcap reads it
+	 * through a FILE of 4 KiB (a read(2) per 4 KiB, 138k calls for the
+	 * 564 MB bench capture) and copies every record out of it (fread:
+	 * 650 instructions a record). The checks and messages are libpcap's
+	 * (1.10, sf-pcap.c pcap_next_packet), so where and why it ends is
+	 * the same; a record longer than the snapshot length is given whole,
+	 * as wiretap gives it (libpcap cuts it to the snapshot). */
 	struct fast_in *fast;
 	const uint8_t *data; /* the record last read */
 	char path[PATH_MAX];
@@ -116,6 +117,7 @@ struct fast_in {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool usec; /* timestamps in microseconds (scaled to ns as libpcap does) */
+	bool swapped; /* the other byte order than this machine's */
 	uint32_t snapshot; /* libpcap's (adjusted) snapshot length */
 	int dlt;
 };
@@ -452,7 +454,7 @@ static void map_tell(struct fast_in *f)
 static int read_fast(struct dio_in *in, struct dio_rec *r)
 {
 	struct fast_in *f = in->fast;
-	uint32_t h[4], caplen, keep;
+	uint32_t h[4], caplen;
 	size_t have;
 	const uint8_t *d;
 	long sec, frac;
@@ -469,6 +471,9 @@ static int read_fast(struct dio_in *in, struct dio_rec *r)
 				PCAP_REC_HDR, have);
 	}
 	memcpy(h, f->buf + f->pos, sizeof(h));
+	if (f->swapped)
+		for (int i = 0; i < 4; i++)
+			h[i] = __builtin_bswap32(h[i]);
 	caplen = h[2];
 	if (caplen > PCAP_SNAP_MAX) {
 		if (caplen > f->snapshot)
@@ -480,14 +485,18 @@ static int read_fast(struct dio_in *in, struct dio_rec *r)
 				"invalid packet capture length %u, bigger than maximum of %u",
 				caplen, PCAP_SNAP_MAX);
 	}
-	/* Longer than the snapshot: the snapshot's bytes, the rest skipped. */
-	keep = caplen > f->snapshot ? f->snapshot : caplen;
+	/* Longer than the snapshot: all its bytes, as wiretap gives them
+	 * (libpcap keeps the snapshot's and skips the rest; use_libpcap does
+	 * not take libpcap where it would). libpcap's message for a cut. */
 	have = fast_fill(f, PCAP_REC_HDR + (size_t)caplen) - PCAP_REC_HDR;
-	if (have < caplen)
+	if (have < caplen) {
+		uint32_t want = caplen > f->snapshot ? f->snapshot : caplen;
+
 		return fast_end(
 			in, DIO_CUT,
 			"truncated dump file; tried to read %u captured bytes, only got %zu",
-			have < keep ? keep : caplen, have);
+			have < want ? want : caplen, have);
+	}
 	d = f->buf + f->pos + PCAP_REC_HDR;
 	f->pos += PCAP_REC_HDR + (size_t)caplen;
 	/* as libpcap and wiretap give them (read_pcap, ts_carry): unsigned
@@ -499,14 +508,14 @@ static int read_fast(struct dio_in *in, struct dio_rec *r)
 	ts_carry(&in->rec);
 	sec = (long)in->rec.ts.secs;
 	frac = (long)in->rec.ts.nsecs;
-	in->rec.rec_header.packet_header.caplen = keep;
+	in->rec.rec_header.packet_header.caplen = caplen;
 	in->rec.rec_header.packet_header.len = h[3];
 	in->data = d;
 	memset(r, 0, sizeof(*r));
 	r->number = ++in->count;
 	r->data = d;
 	r->packet = true;
-	r->caplen = keep;
+	r->caplen = caplen;
 	r->len = h[3];
 	r->dlt = f->dlt;
 	r->ts_ns = sec >= 0 ? (uint64_t)sec * 1000000000ull + (uint64_t)frac : 0;
@@ -526,11 +535,13 @@ const uint8_t *dio_peek(struct dio_in *in, uint32_t *caplen, int *dlt)
 	if (f->end - f->peek < PCAP_REC_HDR)
 		return NULL;
 	memcpy(h, f->buf + f->peek, sizeof(h));
+	if (f->swapped)
+		h[2] = __builtin_bswap32(h[2]);
 	if (h[2] > PCAP_SNAP_MAX || f->end - f->peek - PCAP_REC_HDR < h[2])
 		return NULL;
 	d = f->buf + f->peek + PCAP_REC_HDR;
 	f->peek += PCAP_REC_HDR + (size_t)h[2];
-	*caplen = h[2] > f->snapshot ? f->snapshot : h[2];
+	*caplen = h[2]; /* all of it, as read_fast gives it */
 	*dlt = f->dlt;
 	return d;
 }
@@ -584,8 +595,8 @@ static int map_file(struct fast_in *f, const struct stat *st)
 }
 
 /* Take the file libpcap opened as in->pc over when it is one read_fast
- * reads as libpcap would: this machine's byte order, version 2.4 or later
- * (older ones may have caplen and len swapped), a link type whose largest
+ * reads as libpcap would: either byte order, version 2.4 or later (older
+ * ones may have caplen and len swapped), a link type whose largest
  * caplen is 262144, and the header libpcap read. */
 static void fast_open(struct dio_in *in)
 {
@@ -596,9 +607,8 @@ static void fast_open(struct dio_in *in)
 	bool nomem = false;
 	int dlt = pcap_datalink(in->pc);
 
-	if (pcap_is_swapped(in->pc) || pcap_major_version(in->pc) != 2 ||
-	    pcap_minor_version(in->pc) < 4 || dlt == DLT_DBUS || dlt == DLT_USBPCAP ||
-	    dlt == 279 /* DLT_EBHSCR */ || pcap_snapshot(in->pc) <= 0)
+	if (pcap_major_version(in->pc) != 2 || pcap_minor_version(in->pc) < 4 || dlt == DLT_DBUS ||
+	    dlt == DLT_USBPCAP || dlt == 279 /* DLT_EBHSCR */ || pcap_snapshot(in->pc) <= 0)
 		return;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -614,6 +624,8 @@ static void fast_open(struct dio_in *in)
 		return;
 	}
 	memcpy(&magic, hdr, sizeof(magic));
+	if (pcap_is_swapped(in->pc))
+		magic = __builtin_bswap32(magic);
 	if (magic != PCAP_MAGIC_USEC && magic != PCAP_MAGIC_NSEC) {
 		fast_close(f);
 		return;
@@ -639,6 +651,7 @@ static void fast_open(struct dio_in *in)
 	f->threaded =
 		f->started && !pthread_create(&f->th, NULL, f->map ? map_main : reader_main, f);
 	f->usec = magic == PCAP_MAGIC_USEC;
+	f->swapped = pcap_is_swapped(in->pc);
 	f->snapshot = (uint32_t)pcap_snapshot(in->pc);
 	f->dlt = dlt;
 	in->fast = f;
@@ -665,6 +678,20 @@ static bool use_libpcap(struct dio_in *in)
 		return false;
 	in->rec.rec_header.packet_header.pkt_encap = wtap_file_encap(in->wth);
 	fast_open(in);
+	/* libpcap cuts a record longer than the file's snapshot length to
+	 * it, wiretap (and read_fast) give all its bytes: libpcap only where
+	 * the snapshot is the largest record it reads (262144 but for three
+	 * link types, which read_fast leaves to it), else wiretap goes on. */
+	if (in->pc) {
+		int dlt = pcap_datalink(in->pc);
+
+		if (pcap_snapshot(in->pc) < (int)PCAP_SNAP_MAX || dlt == DLT_DBUS ||
+		    dlt == DLT_USBPCAP || dlt == 279 /* DLT_EBHSCR */) {
+			pcap_close(in->pc);
+			in->pc = NULL;
+			return false;
+		}
+	}
 	return true;
 }
 
@@ -832,15 +859,45 @@ static void wt_start(struct dio_out *o);
 
 #define OUT_BUF (2u << 20) /* holds a frame of DFR_OUT_MAX and more */
 
-/* Open the libpcap writer on fd (or stdout) when OUT is pcap and its link
- * type is carried in the frame bytes alone. 1 done, 0 not applicable, -1
- * error (errno). */
+/* The link type libpcap writes in a file's header for dlt (its DLT_ to
+ * LINKTYPE_ map is not exported): -1 when it writes none. */
+static int pcap_linktype_of(int dlt)
+{
+	pcap_t *p = pcap_open_dead(dlt, 65535);
+	char *mem = NULL;
+	size_t len = 0;
+	FILE *m = p ? open_memstream(&mem, &len) : NULL;
+	pcap_dumper_t *d = m ? pcap_dump_fopen(p, m) : NULL;
+	uint32_t lt;
+	int rc = -1;
+
+	if (d) {
+		pcap_dump_close(d); /* closes m: mem and len are final */
+		if (len >= PCAP_FILE_HDR) {
+			memcpy(&lt, mem + 20, sizeof(lt));
+			rc = (int)lt;
+		}
+	} else if (m) {
+		fclose(m);
+	}
+	free(mem);
+	if (p)
+		pcap_close(p);
+	return rc;
+}
+
+/* Open the libpcap writer on fd (or stdout) when OUT is pcap, its link
+ * type is carried in the frame bytes alone and the link type libpcap
+ * writes for it is one wiretap reads as it (libpcap writes DLT_PPP_BSDOS,
+ * 16, as LINKTYPE_PPP_BSDOS, 103, which wiretap does not know: wiretap's
+ * writer keeps 16). 1 done, 0 not applicable, -1 error (errno). */
 static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd)
 {
 	int encap = wtap_file_encap(in->wth);
 
 	if (o->pcapng || encap < 0 || encap >= ENCAP_MAX || encap_dlt[encap] < 0 ||
-	    wtap_encap_requires_phdr(encap))
+	    wtap_encap_requires_phdr(encap) ||
+	    wtap_pcap_encap_to_wtap_encap(pcap_linktype_of(encap_dlt[encap])) != encap)
 		return 0;
 	o->nsec = ft == wtap_pcap_nsec_file_type_subtype();
 	o->pdead = pcap_open_dead_with_tstamp_precision(encap_dlt[encap], o->params.snaplen,
@@ -1186,6 +1243,12 @@ bool dio_out_is_pcapng(const struct dio_out *out)
 	return out->pcapng;
 }
 
+/* Write a record. A packet that holds more bytes than it says it had on
+ * the wire (a damaged input, or a format that allows it) is written to
+ * pcap with its length raised to its captured length: pcap readers take
+ * caplen > len for a record header of another pcap variant (wiretap
+ * guesses the variant from the first records so), and would read the
+ * file written as something else. */
 static int dump(struct dio_out *o, const wtap_rec *rec, const uint8_t *data)
 {
 	int e = 0;
@@ -1202,7 +1265,16 @@ static int dump(struct dio_out *o, const wtap_rec *rec, const uint8_t *data)
 		h.ts.tv_usec = (suseconds_t)(o->nsec ? rec->ts.nsecs : rec->ts.nsecs / 1000);
 		h.caplen = rec->rec_header.packet_header.caplen;
 		h.len = rec->rec_header.packet_header.len;
+		if (h.len < h.caplen)
+			h.len = h.caplen;
 		return wb_record(o, &h, data);
+	}
+	if (!o->pcapng && rec->rec_type == REC_TYPE_PACKET &&
+	    rec->rec_header.packet_header.len < rec->rec_header.packet_header.caplen) {
+		wtap_rec r = *rec; /* shallow: nothing of it is freed through r */
+
+		r.rec_header.packet_header.len = r.rec_header.packet_header.caplen;
+		return dump(o, &r, data);
 	}
 	if (wtap_dump(o->wdh, rec, data, &e, &info))
 		return 0;
