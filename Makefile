@@ -50,10 +50,7 @@ test-asan: asan asan-inline fuzz-build
 	@echo "== ASan+UBSan build: all tests, then without RXP_DEBUG, then a short fuzz pass"
 	@cd $(ASAN) && $(CTEST) -E '^(netns/|scenario/scenario_soak)'
 	@cd $(ASANI) && $(CTEST) -E '^(netns/|scenario/scenario_soak)'
-	@# fuzz_dio is left out of this pass while two of its findings are open
-	@# (rxpath defrag's pcap readers disagree on odd records; `make fuzz` and
-	@# `make fuzz-long` still run it)
-	@cd $(FUZZB) && RXP_FUZZ_SECONDS=$${RXP_FUZZ_SECONDS:-15} $(CTEST) -R '^fuzz/' -E '^fuzz/fuzz_dio$$'
+	@cd $(FUZZB) && RXP_FUZZ_SECONDS=$${RXP_FUZZ_SECONDS:-15} $(CTEST) -R '^fuzz/'
 
 test: test-release test-asan
 
