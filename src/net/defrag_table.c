@@ -47,16 +47,21 @@ static void table_free(struct rxp_defrag_table *t)
 }
 
 /* Zeroed address space of at least bytes, untouched until used (huge
- * pages asked for where it spans them); NULL on failure. */
+ * pages asked for where it spans them); NULL on failure. Less than a huge
+ * page is not rounded up to one: a small table (64 queues: 28 KiB of
+ * queues) would take a huge page for each array, which the first queue
+ * made faults in and the kernel clears whole (2 MiB). */
 static void *lazy_alloc(size_t bytes, size_t *got)
 {
-	size_t huge = (size_t)2 << 20, sz = (bytes + huge - 1) & ~(huge - 1);
+	size_t huge = (size_t)2 << 20, page = 4096;
+	size_t unit = bytes >= huge ? huge : page, sz = (bytes + unit - 1) & ~(unit - 1);
 	void *a = mmap(NULL, sz, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	if (a == MAP_FAILED)
 		return NULL;
-	(void)madvise(a, sz, MADV_HUGEPAGE);
+	if (unit == huge)
+		(void)madvise(a, sz, MADV_HUGEPAGE);
 	*got = sz;
 	return a;
 }
