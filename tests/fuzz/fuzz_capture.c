@@ -12,7 +12,8 @@
  *
  * The target knows every packet record it wrote, so what the device gives
  * must be those records, in order, as far as libpcap reads (it may stop at
- * a block it refuses, and may cut a record to the snapshot length): each
+ * a block it refuses, may cut a record to the snapshot length, and turns
+ * a cooked SocketCAN record's CAN ID to this machine's byte order): each
  * packet a prefix of its record (without a cooked header), with the
  * record's timestamp in nanoseconds and, for a cooked record, its
  * protocol; the replay source gives the same records as frames (an
@@ -43,6 +44,7 @@ static const uint32_t snaps[8] = {65535, 262144, 128, 9000, 64, 0, 1500, 65535};
 struct rec {
 	uint32_t off, caplen; /* bytes in file[] */
 	uint64_t ts_ns; /* UINT64_MAX: not checked */
+	bool swapped; /* in a section of the other byte order than this machine's */
 };
 
 static uint8_t file[FILEMAX];
@@ -95,7 +97,8 @@ static void put_data(struct fz_in *in, uint32_t caplen, int kind, uint64_t ts_ns
 		file[at] = (uint8_t)((file[at] & 0x0f) | ((file[at] & 1) ? 0x60 : 0x40));
 	flen += caplen;
 	if (nrec < MAXREC)
-		recs[nrec++] = (struct rec){at, caplen, ts_ns};
+		recs[nrec++] = (struct rec){at, caplen, ts_ns,
+					    be != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)};
 }
 
 /* A pcapng block: type, body, lengths (bad: the trailing length is off). */
@@ -281,6 +284,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ng)
 		kind = first_lt < 0 ? -1 : links[first_lt].kind;
 	skip = kind == 2 ? 16 : 0;
+	/* libpcap gives a cooked SocketCAN record (protocol CAN or CAN FD)
+	 * of a file in the other byte order with its CAN ID in this
+	 * machine's (pcap_post_process, swap_linux_sll_socketcan_header):
+	 * what it reads is those 4 bytes reversed, from here on what the
+	 * records are compared with. */
+	for (uint32_t i = 0; kind == 2 && i < nrec; i++) {
+		uint8_t *r = file + recs[i].off, t;
+		uint16_t proto = recs[i].caplen >= 16 ? (uint16_t)(r[14] << 8 | r[15]) : 0;
+
+		if (!recs[i].swapped || recs[i].caplen < 20 || (proto != 0x000c && proto != 0x000d))
+			continue;
+		t = r[16], r[16] = r[19], r[19] = t;
+		t = r[17], r[17] = r[18], r[18] = t;
+	}
 
 	/* the device: records in order, each a prefix of what was written */
 	d = rxp_pcap_open(path, pp);
