@@ -507,7 +507,7 @@ void ho_rows(struct bench_table *tab, const struct bench_opts *o, int have_dpdk)
 					  bench_median(dp, o->runs), 1, NULL);
 			bench_add(tab, g, "rxpath ns/frag", "ns", bench_median(rx, o->runs), 1,
 				  have_dpdk ? "dpdk-22.11 ns/frag" : NULL);
-			if (o->quick)
+			if (o->quick || getenv("RXP_BENCH_NO_INSTR"))
 				continue;
 			double ir = instr("ho_rx_burst", si, nd, 'r');
 			double ia = instr("ho_rx_alloc", si, nd, 'r');
