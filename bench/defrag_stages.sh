@@ -19,6 +19,8 @@
 # ip_frag_find (lookup; it calls ip_frag_lookup) and then ip_frag_process
 # (insert; it calls ipv{4,6}_frag_reassemble on the last fragment:
 # complete); rte_pktmbuf_free and the death row are free.
+# SIDES="r" or "d" runs one side; RXP_STAGES_MAP=from=to reads a binary's
+# sources under to when they have moved from from (another commit's tree).
 set -euo pipefail
 bench=${1:-build/release/rxpath-bench-defrag}
 stream=${2:-1}
@@ -78,7 +80,12 @@ def parse_funcs(path):
     return out
 
 fcache = {}
+# RXP_STAGES_MAP=from=to: read the sources of a binary built elsewhere
+# (or from another commit) under to instead of from.
+smap = os.environ.get('RXP_STAGES_MAP', '').split('=', 1)
 def func_of(file, line):
+    if len(smap) == 2 and file.startswith(smap[0]):
+        file = smap[1] + file[len(smap[0]):]
     if file not in fcache:
         fcache[file] = parse_funcs(file)
     name = None
