@@ -1,7 +1,15 @@
 /*
  * rxpath bench defrag: reassembly throughput, single thread.
  *
- *  1. rxpath (strict, local delivery) vs DPDK 22.11 rte_ip_frag on identical
+ *  0. The headline rows (defrag_handover.c): rxpath vs DPDK in the handover
+ *     of DPDK's examples/ip_reassembly (MTU-sized fragments, bursts of 32
+ *     copied into fresh packets just before the timed call, no prefetch,
+ *     round-robin with a per-datagram shuffle), 10k and 64 in flight, in
+ *     ns/fragment and callgrind instructions per fragment; first, the same
+ *     streams through a pcap (rxpath defrag, and libpcap into DPDK) must
+ *     give the same datagrams. bench/defrag_stages.sh splits the
+ *     instructions by stage.
+ *  1. Secondary rows, the earlier shape: rxpath (strict, local delivery) vs DPDK 22.11 rte_ip_frag on identical
  *     IPv4 fragment sets: 2, 4, 6 and 8 fragments of 512 bytes per datagram,
  *     in order, reversed and shuffled within each datagram, 10k datagrams in
  *     flight (fragment r of every datagram is fed before fragment r+1 of
@@ -29,6 +37,7 @@
 #include <unistd.h>
 
 #include "benchlib.h"
+#include "defrag_handover.h"
 #include "rxpath/defrag.h"
 #include "rxpath/pkt.h"
 #include "rxpath/wire.h"
@@ -299,7 +308,11 @@ int main(int argc, char **argv)
 		    "IPv4 reassembly: rxpath vs DPDK rte_ip_frag (2-8 fragments, 10k in flight),\n"
 		    "45-fragment datagrams, and FragmentSmack cost per fragment (time, and\n"
 		    "callgrind instructions unless --quick).\n"
-		    "RXP_BENCH_ND=n in the environment sets the datagrams in flight (1..10000);\n"
+		    "RXP_BENCH_HEADLINE=1 runs the headline rows (DPDK's receive-loop handover)\n"
+		    "alone (RXP_BENCH_NO_INSTR=1: without callgrind); RXP_BENCH_HO=stream,\n"
+		    "inflight,r|d runs one pass of one side of them (stream 0-3).\n"
+		    "RXP_BENCH_ND=n in the environment sets the datagrams in flight (1..10000)\n"
+		    "of the secondary rows (and leaves the headline rows out);\n"
 		    "RXP_BENCH_ONE=k,order (order 0 in order, 1 reversed, 2 shuffled) runs that\n"
 		    "one comparison alone, RXP_BENCH_REPEAT=n times, and prints each run.");
 	nd = o.quick ? 2000 : 10000;
@@ -314,6 +327,23 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		nd = (uint32_t)v;
+	}
+	if (getenv("RXP_BENCH_HO")) {
+		/* One side of one headline row (for callgrind), before the
+		 * other rows' pools and tables are made: under valgrind, their
+		 * setup took longer than the run. */
+#ifdef RXP_HAVE_DPDK
+		if (strstr(getenv("RXP_BENCH_HO"), ",d") &&
+		    bench_eal_init("rxpbenchdefrag", NULL) == 0)
+			have_dpdk = 1;
+#endif
+		int rc = ho_one(have_dpdk);
+
+#ifdef RXP_HAVE_DPDK
+		if (have_dpdk)
+			rte_eal_cleanup();
+#endif
+		return rc;
 	}
 	pp = rxp_pktpool_create(&pc);
 	if (getenv("RXP_BENCH_SMACK_N")) {
@@ -369,6 +399,18 @@ int main(int argc, char **argv)
 		free(f);
 		o.runs = 0;
 	}
+	if (o.runs && !getenv("RXP_BENCH_ND")) {
+		if (ho_pcap_check(have_dpdk)) {
+			fprintf(stderr, "bench defrag: rxpath and DPDK differ on a capture\n");
+			return 1;
+		}
+		ho_rows(&tab, &o, have_dpdk);
+		if (getenv("RXP_BENCH_HEADLINE")) {
+			/* The headline rows alone. */
+			bench_report(&tab, &o);
+			o.runs = 0;
+		}
+	}
 	for (uint32_t k = 2; k <= 8 && o.runs; k += 2) {
 		for (int ord = 0; ord < 3; ord++) {
 			struct fdesc *f = make_feed(nd, k, FRAG_PAY, (enum order)ord);
@@ -392,7 +434,7 @@ int main(int argc, char **argv)
 				rx[r] = (double)nd / rx_run(pp, t, f, n, nd) / 1e6;
 			}
 			free(f);
-			snprintf(g, sizeof(g), "k=%u %s", k, order_name[ord]);
+			snprintf(g, sizeof(g), "secondary: k=%u %s", k, order_name[ord]);
 			double rm = bench_median(rx, o.runs);
 
 			if (have_dpdk) {

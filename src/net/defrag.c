@@ -296,8 +296,10 @@ frag_in(struct rxp_defrag_table *t, struct rxp_pkt *pkt, const struct dfr_info *
 	accepted(t, q, fi, pkt, tsize, strict);
 	if (rxp_unlikely(t->cfg.event_cb))
 		dfr_ev_frag(t, q, fi, pkt, fi->hdrlen, RXP_DEFRAG_EV_FRAG, 0);
-	if (q->flags == (DFR_F_FIRST | DFR_F_LAST) &&
-	    (strict ? q->meat == q->len : dfr_policy_complete(q)))
+	/* Strict: one test (&), not two branches that each mispredict in a
+	 * shuffled order. */
+	if (strict ? (q->flags == (DFR_F_FIRST | DFR_F_LAST)) & (q->meat == q->len)
+		   : q->flags == (DFR_F_FIRST | DFR_F_LAST) && dfr_policy_complete(q))
 		return dfr_finish(t, q, pkt, prefetched);
 	return NULL;
 }
