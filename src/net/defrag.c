@@ -347,14 +347,9 @@ void rxp_defrag_prefetch(const struct rxp_defrag_table *t, const void *l3, size_
 		memcpy(k.addr, b + 12, 8);
 	} else if (len >= RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN && b[0] >> 4 == 6 &&
 		   b[6] == 44) { /* the fragment header first, as nearly always */
-		const uint8_t *d = b + 24;
-
 		k.family = 6;
 		k.id = (uint32_t)b[44] << 24 | (uint32_t)b[45] << 16 | (uint32_t)b[46] << 8 | b[47];
-		k.zone = t->cfg.zone_all_v6 || d[0] == 0xff ||
-					 (d[0] == 0xfe && (d[1] & 0xc0) == 0x80)
-				 ? zone
-				 : 0;
+		k.zone = dfr_ipv6_zone(b + 24, zone, t->cfg.zone_all_v6);
 		memcpy(k.addr, b + 8, 32);
 	} else {
 		return;

@@ -418,6 +418,15 @@ static inline __attribute__((always_inline)) void dfr_prefetch_frags(const struc
 	}
 }
 
+/* An IPv6 queue's zone: the caller's for a link-local or multicast
+ * destination (or every one, zone_all), else 0. */
+static inline uint32_t dfr_ipv6_zone(const uint8_t *daddr, uint32_t zone, bool zone_all)
+{
+	bool scoped = daddr[0] == 0xff || (daddr[0] == 0xfe && (daddr[1] & 0xc0) == 0x80);
+
+	return zone_all || scoped ? zone : 0;
+}
+
 /* Family glue. parse returns 1 for a fragment, 0 for a packet that is not
  * one (or a v6 atomic fragment: *atomic set), -reason for a bad one. The
  * IPv4 parser is here, inline, because it runs for every fragment and the

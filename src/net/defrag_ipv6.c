@@ -65,11 +65,6 @@ static int upper_complete(const struct rxp_pkt *pkt, uint8_t nh, uint32_t pos, u
 	return -RXP_DROP_IPV6_EXTHDR;
 }
 
-static bool zone_scoped(const uint8_t *a)
-{
-	return a[0] == 0xff || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
-}
-
 int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone, bool zone_all,
 		   bool *atomic)
 {
@@ -117,7 +112,7 @@ int dfr_ipv6_parse(const struct rxp_pkt *pkt, struct dfr_info *fi, uint32_t zone
 	memset(fi, 0, sizeof(*fi));
 	fi->key.family = 6;
 	fi->key.id = rxp_frag6_id(fh);
-	fi->key.zone = zone_all || zone_scoped(ip->daddr) ? zone : 0;
+	fi->key.zone = dfr_ipv6_zone(ip->daddr, zone, zone_all);
 	memcpy(fi->key.addr, ip->saddr, 16);
 	memcpy(fi->key.addr + 16, ip->daddr, 16);
 	fi->hdrlen = (uint16_t)(pos + RXP_IPV6_FRAGHDR_LEN);

@@ -134,12 +134,26 @@ static int ref_duration(const char *s, uint64_t min, uint64_t max, uint64_t *ns)
 	return 0;
 }
 
-/* What rxp_opt_*() printed on stderr, as a string (empty when nothing). */
-static const char *captured(char *buf, size_t n)
+/* stderr into errfd until capture_end(); the descriptor to restore. */
+static int capture_begin(void)
+{
+	int saved;
+
+	fflush(stderr);
+	saved = dup(2);
+	FZ_CHECK(saved >= 0 && dup2(errfd, 2) == 2);
+	return saved;
+}
+
+/* What rxp_opt_*() printed on stderr since capture_begin(), as a string
+ * (empty when nothing); stderr is back as it was. */
+static const char *capture_end(int saved, char *buf, size_t n)
 {
 	ssize_t got;
 
 	fflush(stderr);
+	FZ_CHECK(dup2(saved, 2) == 2);
+	close(saved);
 	got = pread(errfd, buf, n - 1, 0);
 	FZ_CHECK(got >= 0);
 	buf[got] = 0;
@@ -171,13 +185,9 @@ static void check_opt_u64(const char *s, enum rxp_num_unit unit, uint64_t min, u
 	uint64_t v = ~wantv;
 	int saved, r;
 
-	fflush(stderr);
-	saved = dup(2);
-	FZ_CHECK(saved >= 0 && dup2(errfd, 2) == 2);
+	saved = capture_begin();
 	r = rxp_opt_u64("fz", "--n", s, unit, min, max, &v);
-	p = captured(msg, sizeof(msg));
-	FZ_CHECK(dup2(saved, 2) == 2);
-	close(saved);
+	p = capture_end(saved, msg, sizeof(msg));
 	if (want == 0) {
 		FZ_CHECK(r == 0 && v == wantv && !*p);
 		return;
@@ -213,13 +223,9 @@ static void check_opt_duration(const char *s, uint64_t min, uint64_t max, int wa
 	uint64_t v = ~wantv;
 	int saved, r;
 
-	fflush(stderr);
-	saved = dup(2);
-	FZ_CHECK(saved >= 0 && dup2(errfd, 2) == 2);
+	saved = capture_begin();
 	r = rxp_opt_duration("fz", "--n", s, min, max, &v);
-	p = captured(msg, sizeof(msg));
-	FZ_CHECK(dup2(saved, 2) == 2);
-	close(saved);
+	p = capture_end(saved, msg, sizeof(msg));
 	if (want == 0) {
 		FZ_CHECK(r == 0 && v == wantv && !*p);
 		return;
