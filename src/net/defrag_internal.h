@@ -282,7 +282,7 @@ struct rxp_defrag_table {
 		};
 		struct { /* policy (defrag_policy.c) */
 			uint8_t *blockmem; /* 1 KiB per queue */
-			uint16_t *owner; /* scratch, one entry per payload byte */
+			uint16_t *owner; /* scratch, one entry per 8-byte payload block */
 			struct rxp_pkt **fragv; /* scratch, fragments in arrival order */
 			uint8_t *pdata, *ptmp; /* scratch, 64 KiB each */
 		};

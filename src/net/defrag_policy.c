@@ -74,12 +74,15 @@ static bool later_wins(enum rxp_defrag_policy pol, const struct dfr_cb *nw,
 
 static struct rxp_pkt *policy_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	uint32_t n = 0, total = q->len, i, b;
+	uint32_t n = 0, total = q->len, i, b, be;
 	struct rxp_pkt *p, *first = NULL, *out;
 
 	for (p = q->arr_head; p; p = p->next)
 		t->fragv[n++] = p;
-	memset(t->owner, 0xff, total * sizeof(t->owner[0]));
+	/* blocks are exact (see the top): each 8-byte block, the last one
+	 * ending at total, is held whole by every fragment that holds any of
+	 * it, so ownership and the overlap checks go block by block */
+	memset(t->owner, 0xff, (total + 7) / 8 * sizeof(t->owner[0]));
 	for (i = 0; i < n; i++) {
 		struct dfr_cb *cb = dfr_cb(t->fragv[i]);
 		uint32_t lo = UINT32_MAX, hi = 0, fresh = 0;
@@ -88,23 +91,31 @@ static struct rxp_pkt *policy_build(struct rxp_defrag_table *t, struct dfr_queue
 		if (!first && cb->off == 0)
 			first = t->fragv[i];
 		rxp_pkt_copy_bits(t->fragv[i], 0, t->ptmp, cb->end - cb->off);
-		for (b = cb->off; b < cb->end; b++) {
+		/* runs of blocks with one owner (or none): decided, copied and
+		 * compared once */
+		for (b = cb->off / 8; b * 8 < cb->end; b = be) {
 			uint16_t o = t->owner[b];
-			uint8_t v = t->ptmp[b - cb->off];
+			uint32_t s = b * 8, e;
+			const uint8_t *v = t->ptmp + (s - cb->off);
 
+			for (be = b + 1; be * 8 < cb->end && t->owner[be] == o;)
+				be++;
+			e = be * 8 < cb->end ? be * 8 : cb->end;
 			if (o == 0xffff) {
-				t->owner[b] = (uint16_t)i;
-				t->pdata[b] = v;
-				fresh++;
+				for (uint32_t k = b; k < be; k++)
+					t->owner[k] = (uint16_t)i;
+				memcpy(t->pdata + s, v, e - s);
+				fresh += e - s;
 				continue;
 			}
-			if (b < lo)
-				lo = b;
-			hi = b + 1;
-			differ |= v != t->pdata[b];
+			if (s < lo)
+				lo = s;
+			hi = e;
+			differ |= memcmp(v, t->pdata + s, e - s) != 0;
 			if (later_wins(t->cfg.policy, cb, dfr_cb(t->fragv[o]))) {
-				t->owner[b] = (uint16_t)i;
-				t->pdata[b] = v;
+				for (uint32_t k = b; k < be; k++)
+					t->owner[k] = (uint16_t)i;
+				memcpy(t->pdata + s, v, e - s);
 			}
 		}
 		if (hi && t->cfg.overlap_cb) {
@@ -144,7 +155,7 @@ static int policy_init(struct rxp_defrag_table *t)
 {
 	/* calloc: the block maps are zero pages until their queue is used */
 	t->blockmem = calloc(t->cfg.max_queues, DFR_BLOCK_BYTES);
-	t->owner = malloc(65536 * sizeof(t->owner[0]));
+	t->owner = malloc(65536 / 8 * sizeof(t->owner[0]));
 	t->fragv = malloc(DFR_POLICY_MAX_FRAGS * sizeof(t->fragv[0]));
 	t->pdata = malloc(65536);
 	t->ptmp = malloc(65536);
