@@ -30,6 +30,7 @@
 #include <wiretap/wtap.h>
 #include <wsutil/wslog.h>
 
+#include "defrag_frame.h"
 #include "defrag_io.h"
 
 #define SNAP_MIN 262144 /* reassembled frames are longer than any fragment */
@@ -144,11 +145,12 @@ struct dio_out {
 	pcap_dumper_t *pd; /* writes the file header; records go through wb */
 	FILE *f;
 	/* Records are written into wb, and wb to fd in write(2)s of up to
-	 * OUT_BUF: no stdio call per record (pcap_dump: two fwrite()s). */
+	 * wcap: no stdio call per record (pcap_dump: two fwrite()s). */
 	int fd;
 	uint8_t *wb; /* the buffer being filled: one of wbs */
-	size_t wlen;
+	size_t wlen, wcap;
 	uint8_t *wbs[2];
+	bool grown; /* past the first buffer: OUT_BUF ones, and the writer */
 	struct wthread wt;
 	int werr; /* errno of a write that failed: every later one fails too */
 	bool hdr_out; /* the FILE's header flushed: only wb writes to fd now */
@@ -857,7 +859,14 @@ static int make_temp(struct dio_out *o, const char *path, char *err, size_t errl
 
 static void wt_start(struct dio_out *o);
 
-#define OUT_BUF (2u << 20) /* holds a frame of DFR_OUT_MAX and more */
+/* A small OUT is written from one buffer of OUT_BUF0, at close, by this
+ * thread; once OUT outgrows it, from two of OUT_BUF, one filled while a
+ * writer thread writes the other. Both hold a frame of DFR_OUT_MAX. A
+ * small capture then costs no 4 MiB of buffers and no thread (they were
+ * most of fuzz_dio's time). */
+#define OUT_BUF0 (512u << 10)
+#define OUT_BUF (2u << 20)
+_Static_assert(DFR_OUT_MAX + PCAP_REC_HDR <= OUT_BUF0, "a frame fits the first buffer");
 
 /* The link type libpcap writes in a file's header for dlt (its DLT_ to
  * LINKTYPE_ map is not exported): -1 when it writes none. */
@@ -904,9 +913,9 @@ static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd
 							o->nsec ? PCAP_TSTAMP_PRECISION_NANO
 								: PCAP_TSTAMP_PRECISION_MICRO);
 	o->f = fd >= 0 ? fdopen(fd, "wb") : stdout;
-	o->wb = o->wbs[0] = malloc(OUT_BUF);
-	o->wbs[1] = malloc(OUT_BUF);
-	if (!o->pdead || !o->f || !o->wbs[0] || !o->wbs[1]) {
+	o->wb = o->wbs[0] = malloc(OUT_BUF0);
+	o->wcap = OUT_BUF0;
+	if (!o->pdead || !o->f || !o->wbs[0]) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -916,7 +925,6 @@ static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd
 		return -1;
 	}
 	o->fd = fileno(o->f); /* after the header, which wb_flush sends first */
-	wt_start(o);
 	return 1;
 }
 
@@ -1161,6 +1169,32 @@ static int wb_flush(struct dio_out *o)
 	return o->werr ? -1 : 0;
 }
 
+/* wb_flush while writing (not at close): the first time, OUT has outgrown
+ * OUT_BUF0, so on with two buffers of OUT_BUF and the writer thread (when
+ * there is no memory for them, or no thread, on as before). */
+static int wb_make_room(struct dio_out *o)
+{
+	uint8_t *a, *b;
+
+	if (wb_flush(o))
+		return -1;
+	if (o->grown)
+		return 0;
+	o->grown = true;
+	a = malloc(OUT_BUF);
+	b = a ? malloc(OUT_BUF) : NULL;
+	if (!b) {
+		free(a);
+		return 0;
+	}
+	free(o->wbs[0]);
+	o->wb = o->wbs[0] = a;
+	o->wbs[1] = b;
+	o->wcap = OUT_BUF;
+	wt_start(o);
+	return 0;
+}
+
 /* One pcap record, as pcap_dump writes it (32-bit seconds and fraction). */
 static int wb_record(struct dio_out *o, const struct pcap_pkthdr *h, const uint8_t *data)
 {
@@ -1177,9 +1211,9 @@ static int wb_record(struct dio_out *o, const struct pcap_pkthdr *h, const uint8
 		o->wlen += n;
 		return 0;
 	}
-	if (o->wlen + n > OUT_BUF && wb_flush(o))
+	if (o->wlen + n > o->wcap && wb_make_room(o))
 		return -1;
-	if (n > OUT_BUF) { /* larger than the buffer: straight out, after the rest */
+	if (n > o->wcap) { /* larger than the buffer: straight out, after the rest */
 		wt_wait(o);
 		if (o->werr) {
 			errno = o->werr;
@@ -1197,9 +1231,9 @@ static int wb_record(struct dio_out *o, const struct pcap_pkthdr *h, const uint8
 
 uint8_t *dio_out_room(struct dio_out *o, uint32_t max)
 {
-	if (!o->pd || (size_t)max + PCAP_REC_HDR > OUT_BUF)
+	if (!o->pd || (size_t)max + PCAP_REC_HDR > OUT_BUF0)
 		return NULL;
-	if (o->wlen + PCAP_REC_HDR + max > OUT_BUF && wb_flush(o))
+	if (o->wlen + PCAP_REC_HDR + max > o->wcap && wb_make_room(o))
 		return NULL;
 	return o->wb + o->wlen + PCAP_REC_HDR;
 }
