@@ -82,7 +82,7 @@ static struct rxp_defrag_table *table_for(const struct rp_config *rc, uint32_t k
  * destination-options and routing headers that is not followed by a
  * fragment header. Returns the candidate payload offsets as a bit mask of
  * 8-byte steps (bit k: payload at 40 + 8k) where the chain could end. */
-static uint32_t fz_v6_ends(const uint8_t *h, uint32_t len)
+static __attribute__((noinline)) uint32_t fz_v6_ends(const uint8_t *h, uint32_t len)
 {
 	uint32_t pos = 40, mask = 1;
 	uint8_t nh = h[6];
@@ -101,7 +101,8 @@ static uint32_t fz_v6_ends(const uint8_t *h, uint32_t len)
 }
 
 /* The payload from off must be pattern k's bytes (exactly, when clean). */
-static bool fz_payload_ok(const uint8_t *p, uint32_t off, uint32_t len, int k)
+static __attribute__((noinline)) bool fz_payload_ok(const uint8_t *p, uint32_t off, uint32_t len,
+						    int k)
 {
 	const uint8_t *pl = rp_pat[k][0], *alt = rp_pat[k][1];
 
@@ -115,7 +116,7 @@ static bool fz_payload_ok(const uint8_t *p, uint32_t off, uint32_t len, int k)
 	return true;
 }
 
-static void check_result(const struct rxp_pkt *r)
+static __attribute__((noinline)) void fz_check_result(const struct rxp_pkt *r)
 {
 	const uint8_t *h = buf;
 
@@ -167,6 +168,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rp_init(&p, data, size);
 	t = table_for(&p.cfg, (uint32_t)data[0] << 8 | data[1], &dc);
 	memset(dirty, 0, sizeof(dirty));
+	/* the counters before each packet are those after the last one (or
+	 * after a timer run): one read per packet */
+	rxp_defrag_get_counters(t, &ct);
 	while (rp_next(&p, &kind, &f, &twice)) {
 		const struct rp_dgram *g = &p.d[f.d];
 
@@ -174,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		if (kind == RP_EXPIRE) {
 			rxp_defrag_expire(t, p.now);
+			rxp_defrag_get_counters(t, &ct);
 			continue;
 		}
 		if (f.alt)
@@ -184,7 +189,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (!pk)
 				break;
-			rxp_defrag_get_counters(t, &ct);
 			reqds = ct.ReasmReqds;
 			invalid = ct.invalid;
 			len = pk->len;
@@ -195,7 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			else if (ct.ReasmReqds == reqds) /* not a fragment: untouched */
 				FZ_CHECK(r == pk && r->len == len);
 			else if (r)
-				check_result(r);
+				fz_check_result(r);
 			rxp_pkt_consume(r);
 			FZ_CHECK(ct.queues <= dc.max_queues);
 			if (!dc.pressure)

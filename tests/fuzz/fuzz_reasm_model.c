@@ -52,7 +52,8 @@ static void on_discard(void *arg, const struct rxp_pkt *pkt)
 	discards++;
 }
 
-static struct mstate *model_for(const struct rp_dgram *g, enum rxp_defrag_policy pol)
+static __attribute__((noinline)) struct mstate *fz_model_for(const struct rp_dgram *g,
+							     enum rxp_defrag_policy pol)
 {
 	struct mstate *free_m = NULL;
 
@@ -80,21 +81,22 @@ static __attribute__((noinline)) bool fz_covered(const struct dm_model *m, const
 	return false;
 }
 
-static uint64_t timeout_of(const struct rp_dgram *g)
+static __attribute__((noinline)) uint64_t fz_timeout_of(const struct rp_dgram *g)
 {
 	return g->family == 6 ? 60 * NS : 30 * NS;
 }
 
 /* Expire every open model whose time has come; returns how many, and the
  * fragments they held (for the discard hook). */
-static unsigned expire_models(uint64_t now, uint64_t *held, const struct rp_dgram *only)
+static __attribute__((noinline)) unsigned fz_expire_models(uint64_t now, uint64_t *held,
+							   const struct rp_dgram *only)
 {
 	unsigned n = 0;
 
 	for (int i = 0; i < NMODEL; i++) {
 		struct mstate *s = &models[i];
 
-		if (!s->used || !s->m.open || now < s->t0 + timeout_of(&s->key))
+		if (!s->used || !s->m.open || now < s->t0 + fz_timeout_of(&s->key))
 			continue;
 		if (only && !rp_same_key(&s->key, only))
 			continue;
@@ -171,7 +173,8 @@ static struct rxp_defrag_table *table_for(const struct rp_config *c)
 /* What the engine must do with f before any queue sees it: 'p' passes it
  * by untouched, 'i' refuses it as invalid, 'a' is an IPv6 atomic fragment,
  * 'q' goes to its queue (with its model fragment in *mf). */
-static char predict(const struct rp_dgram *g, const struct rp_frag *f, struct dm_frag *mf)
+static __attribute__((noinline)) char fz_predict(const struct rp_dgram *g, const struct rp_frag *f,
+						 struct dm_frag *mf)
 {
 	uint32_t flen = f->end - f->off;
 
@@ -221,6 +224,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < NMODEL; i++)
 		models[i].used = false;
 	rxp_defrag_get_counters(t, &start);
+	/* the counters before each packet are those after the last one (or
+	 * after a timer run): one read per packet */
+	c1 = start;
 	while (rp_next(&p, &kind, &f, &twice)) {
 		const struct rp_dgram *g = &p.d[f.d];
 
@@ -228,17 +234,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		if (kind == RP_EXPIRE) {
 			uint64_t h = 0;
-			unsigned n = expire_models(p.now, &h, NULL);
+			unsigned n = fz_expire_models(p.now, &h, NULL);
 
 			d0 = discards;
 			FZ_CHECK(rxp_defrag_expire(t, p.now) == n);
 			FZ_CHECK(discards - d0 == h);
 			timeouts += n;
+			rxp_defrag_get_counters(t, &c1);
 			continue;
 		}
 		for (int rep = 0; rep <= twice; rep++) {
 			struct dm_frag mf;
-			char what = predict(g, &f, &mf);
+			char what = fz_predict(g, &f, &mf);
 			struct mstate *s = NULL;
 			struct rxp_pkt *pk, *r;
 			enum dm_result res = DM_QUEUED;
@@ -247,7 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			bool overlap = false;
 
 			if (what == 'q') {
-				s = model_for(g, p.cfg.policy);
+				s = fz_model_for(g, p.cfg.policy);
 				if (!s || (s->m.open && s->m.nacc >= DM_MAXACC))
 					goto out; /* past what the model holds */
 			}
@@ -257,7 +264,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			hl = g->family == 4 ? 20 + (f.off ? 0 : g->optlen) : 40 + g->extlen + 8;
 			if (s) {
 				/* the engine expires the key's queue on lookup */
-				expired = expire_models(p.now, &h, g);
+				expired = fz_expire_models(p.now, &h, g);
 				if (!s->m.open) {
 					s->t0 = p.now;
 					s->ecn_mask = 0;
@@ -268,7 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					overlap = fz_covered(&s->m, &mf);
 				res = dm_input(&s->m, &mf, mout, &olen);
 			}
-			rxp_defrag_get_counters(t, &c0);
+			c0 = c1;
 			d0 = discards;
 			r = rxp_defrag_zone(t, pk, g->zone, p.now);
 			rxp_defrag_get_counters(t, &c1);
@@ -362,7 +369,7 @@ out:
 	{
 		uint64_t h = 0;
 
-		timeouts += expire_models(UINT64_MAX, &h, NULL);
+		timeouts += fz_expire_models(UINT64_MAX, &h, NULL);
 		rxp_defrag_expire(t, UINT64_MAX);
 		FZ_CHECK(discards - d0 == h);
 	}
