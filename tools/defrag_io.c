@@ -649,9 +649,11 @@ static void fast_open(struct dio_in *in)
 			f->started = true;
 	}
 	/* Without the thread, the parser faults the mapped pages in, or
-	 * reads chunks as they are needed. */
-	f->threaded =
-		f->started && !pthread_create(&f->th, NULL, f->map ? map_main : reader_main, f);
+	 * reads chunks as they are needed. A mapped file no longer than the
+	 * thread would fault in ahead gets none: it would only cost its start
+	 * (fuzz_dio opens a small file three times an input). */
+	f->threaded = f->started && !(f->map && f->map_len <= IN_AHEAD) &&
+		      !pthread_create(&f->th, NULL, f->map ? map_main : reader_main, f);
 	f->usec = magic == PCAP_MAGIC_USEC;
 	f->swapped = pcap_is_swapped(in->pc);
 	f->snapshot = (uint32_t)pcap_snapshot(in->pc);
