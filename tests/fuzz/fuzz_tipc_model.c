@@ -265,6 +265,14 @@ static struct rxp_pktpool *pp;
 static struct rxp_tipc_link L;
 static unsigned layout; /* 0 linear, 1 page frags, 2 slices of one page, 3 short head */
 static uint32_t seq;
+/* Work done by this input: bytes sent plus WORK_PKT per packet made. An
+ * input stops taking operations once it has done WORK_BUDGET (the one
+ * that crosses it runs whole: a chain of 500 fragments or a 64 KiB
+ * message still can): time goes with packets, and 64 operations of
+ * chains made one input cost as much as fifty short ones. */
+static uint32_t work;
+#define WORK_PKT 1024
+#define WORK_BUDGET 32768
 
 /* A packet of these bytes in the current layout. */
 static struct rxp_pkt *mk(const uint8_t *b, uint32_t len)
@@ -274,6 +282,7 @@ static struct rxp_pkt *mk(const uint8_t *b, uint32_t len)
 	struct rxp_page *arena = NULL;
 	uint32_t aoff = 0;
 
+	work += len + WORK_PKT;
 	if (layout == 1 || layout == 2)
 		head = len < 40 ? len : 40;
 	else if (layout == 3)
@@ -448,6 +457,42 @@ static void send(const uint8_t *b, uint32_t len)
 	rxp_tipc_link_rcv(&L, mk(b, len));
 }
 
+/* The sender: FIRST.. LAST numbered from 1 carrying the message (a lone
+ * fragment: the message itself). A helper (fz_*, not traced): it checks
+ * every fragment of every chain, and what it compares is the sender's
+ * output. */
+static __attribute__((noinline)) void fz_check_frags(uint8_t (*fb)[4100], const uint32_t *flen,
+						     uint32_t n, const uint8_t *src, uint32_t len)
+{
+	uint32_t off = 0;
+
+	if (n == 1) {
+		FZ_CHECK(flen[0] == len && !memcmp(fb[0], src, len));
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned type = i == 0 ? 0 : i + 1 == n ? 2 : 1;
+
+		FZ_CHECK(rxp_tipc_valid(fb[i], flen[i]) && rxp_tipc_size(fb[i]) == flen[i]);
+		FZ_CHECK(rxp_tipc_user(fb[i]) == RXP_TIPC_MSG_FRAGMENTER);
+		FZ_CHECK(rxp_tipc_type(fb[i]) == type);
+		FZ_CHECK(rxp_tipc_word(fb[i], 4) >> 16 == i + 1);
+		FZ_CHECK(!memcmp(fb[i] + 40, src + off, flen[i] - 40));
+		off += flen[i] - 40;
+	}
+	FZ_CHECK(off == len);
+}
+
+/* What the sinks got is what the model expects, and the drops match. */
+static __attribute__((noinline)) void fz_check_op(uint64_t drops)
+{
+	FZ_CHECK(ngot == nwant);
+	for (unsigned i = 0; i < ngot; i++)
+		FZ_CHECK(got[i].kind == want[i].kind && got[i].len == want[i].len &&
+			 got[i].hash == want[i].hash);
+	FZ_CHECK(drops == want_drops);
+}
+
 static struct rxp_pkt *fr[512];
 
 /* A message (or bundle) fragmented at an MTU, sent by plan: 0 in order,
@@ -457,43 +502,45 @@ static void frag_op(struct fz_in *in, bool bundle, unsigned plan)
 {
 	uint32_t trail, len = bundle ? bundle_desc(in, 0) : msg_desc(in, mb, sizeof(mb), &trail);
 	const uint8_t *src = bundle ? bb : mb;
-	uint32_t mtu = 45 + fz_u16(in) % 4000, n = 0, off = 0, k;
+	uint32_t m = fz_u16(in), mtu, n = 0, k;
 	struct rxp_pkt_queue q;
 	struct rxp_pkt *msg, *f;
 	static uint8_t fb[512][4100];
 	uint32_t flen[512];
 	int rc;
 
-	if (len / (mtu - 44) > 500)
-		mtu = len / 500 + 48;
+	/* One chain in 16 at any MTU from 45 to 4044, the rest in 2 to 9
+	 * fragments, a quarter of them in 10 to 32 (past RXP_MAX_FRAGS
+	 * pieces), or as few as an MTU of 4044 allows. Never more than 64
+	 * fragments (a lower MTU is raised), but for one chain in 256: up to
+	 * 500, which only a long chain of tiny pieces reaches (a reassembled
+	 * bundle past RXP_MAX_FRAGS pieces, the pool's stash). Time goes with
+	 * fragments; up to 500 in every chain at a low MTU, they were nine
+	 * tenths of all fragments made. */
+	if (m < 0x1000) {
+		mtu = 45 + m % 4000;
+	} else {
+		uint32_t nf = (m >> 3 & 3) == 3 ? 10 + (m >> 5 & 15) + (m & 7) : 2 + (m & 7);
+		uint32_t per = (len + nf - 1) / nf;
+
+		mtu = per > 4000 ? 4044 : 45 + per;
+	}
+	if (len / (mtu - 44) > (m < 0x100 ? 500u : 64u))
+		mtu = len / (m < 0x100 ? 500 : 64) + 48;
 	msg = rxp_pkt_alloc(pp, len);
 	FZ_CHECK(msg);
 	memcpy(rxp_pkt_put(msg, len), src, len);
 	rxp_pkt_queue_init(&q);
 	rc = rxp_tipc_fragment(pp, msg, mtu, &q);
 	FZ_CHECK(rc > 0 && (uint32_t)rc == q.len && rc <= 512);
+	work += len + (uint32_t)rc * WORK_PKT;
 	while ((f = rxp_pkt_dequeue(&q))) {
 		FZ_CHECK(f->len <= mtu && f->len <= sizeof(fb[0]));
 		FZ_CHECK(!rxp_pkt_copy_bits(f, 0, fb[n], f->len));
 		flen[n] = f->len;
 		fr[n++] = f;
 	}
-	/* the sender: FIRST.. LAST numbered from 1 carrying the message */
-	if (n > 1) {
-		for (uint32_t i = 0; i < n; i++) {
-			unsigned type = i == 0 ? 0 : i + 1 == n ? 2 : 1;
-
-			FZ_CHECK(rxp_tipc_valid(fb[i], flen[i]) && rxp_tipc_size(fb[i]) == flen[i]);
-			FZ_CHECK(rxp_tipc_user(fb[i]) == RXP_TIPC_MSG_FRAGMENTER);
-			FZ_CHECK(rxp_tipc_type(fb[i]) == type);
-			FZ_CHECK(rxp_tipc_word(fb[i], 4) >> 16 == i + 1);
-			FZ_CHECK(!memcmp(fb[i] + 40, src + off, flen[i] - 40));
-			off += flen[i] - 40;
-		}
-		FZ_CHECK(off == len);
-	} else {
-		FZ_CHECK(flen[0] == len && !memcmp(fb[0], src, len));
-	}
+	fz_check_frags(fb, flen, n, src, len);
 	k = fz_below(in, n);
 	for (uint32_t i = 0; i < n; i++) {
 		struct rxp_pkt *p = fr[i];
@@ -559,6 +606,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int ops = 0;
 
 	pp = fz_pool(&pc);
+	work = 0;
 	memset(&M, 0, offsetof(struct model, acc));
 	M.any = cfg & 1;
 	M.node = cfg & 2;
@@ -573,7 +621,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rxp_tipc_link_set_node_sink(&L, node_sink, NULL);
 	if (M.ctrl)
 		rxp_tipc_link_set_ctrl(&L, ctrl_sink, NULL);
-	while (in.n && ops++ < 64) {
+	while (in.n && ops++ < 64 && work < WORK_BUDGET) {
 		uint32_t op = fz_u8(&in), trail, len;
 		uint64_t drops0 = L.st.drops;
 
@@ -600,11 +648,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			layout = fz_u8(&in) & 3;
 			break;
 		}
-		FZ_CHECK(ngot == nwant);
-		for (unsigned i = 0; i < ngot; i++)
-			FZ_CHECK(got[i].kind == want[i].kind && got[i].len == want[i].len &&
-				 got[i].hash == want[i].hash);
-		FZ_CHECK(L.st.drops - drops0 == want_drops);
+		fz_check_op(L.st.drops - drops0);
 	}
 	rxp_tipc_link_reset(&L);
 	fz_pool_quiet(pp);
