@@ -15,13 +15,13 @@
  * bytes in this input; the table never holds more queues than its cap, and
  * with eviction never more memory; emptied at the end it holds nothing.
  *
- * Tables are kept per configuration (a few, least recently made replaced)
- * and emptied after each input; an empty table behaves as a fresh one (see
- * fuzz_defrag.c).
+ * Tables are kept per configuration (up to NCACHE, by hash, a newer one
+ * replacing an older in its place) and emptied after each input; an empty
+ * table behaves as a fresh one (see fuzz_defrag.c).
  */
 #include "reasm_plan.h"
 
-#define NCACHE 32
+#define NCACHE 512 /* tables, by configuration: a corpus holds hundreds */
 
 struct cached {
 	bool used;
@@ -54,7 +54,7 @@ static void on_overlap(void *arg, const struct rxp_defrag_overlap *ov)
 static struct rxp_defrag_table *table_for(const struct rp_config *rc, uint32_t key,
 					  struct rxp_defrag_config *out)
 {
-	struct cached *c = &cache[(key * 2654435761u) >> 27];
+	struct cached *c = &cache[(key * 2654435761u) >> 23];
 	struct rxp_defrag_config dc = rp_defrag_config(rc);
 
 	/* caps small enough for pressure; a table cheap to make */
