@@ -61,10 +61,10 @@ fuzz: fuzz-build
 	@cd $(FUZZB) && RXP_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -R '^fuzz/'
 
 # Every target to 10^7 executions (FUZZ_RUNS), or for FUZZ_SECONDS each when
-# that is given (both: whichever comes first); the corpora are merged back
-# (scripts/fuzz-long.sh).
+# that is given (both: whichever comes first), FUZZ_JOBS targets at a time
+# (default 1); the corpora are merged back (scripts/fuzz-long.sh).
 fuzz-long: fuzz-build
-	@FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SECONDS=$(if $(filter command line environment,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS)) scripts/fuzz-long.sh $(FUZZB)
+	@FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_JOBS=$(or $(FUZZ_JOBS),1) FUZZ_SECONDS=$(if $(filter command line environment,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS)) scripts/fuzz-long.sh $(FUZZB)
 
 # Line coverage per source file after running every corpus once.
 fuzz-cov: fuzz-cov-build

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # The long fuzz campaign (make fuzz-long): every libFuzzer target in turn,
 # one process at a time, until it has run FUZZ_RUNS inputs (default 10^7)
 # or, when FUZZ_SECONDS is set, for that long instead. Then its corpus is
@@ -13,7 +13,8 @@
 #
 # Usage: scripts/fuzz-long.sh [BUILD] [TARGET...]   (BUILD: build/fuzz)
 # Environment: FUZZ_RUNS, FUZZ_SECONDS (both set: whichever comes first),
-# FUZZ_NICE (default 10).
+# FUZZ_NICE (default 10), FUZZ_JOBS (targets run at once, default 1: a
+# machine's cores, or fewer, each target being one process).
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build/fuzz}
@@ -21,6 +22,7 @@ build=${1:-$src/build/fuzz}
 build=$(cd "$build" && pwd) || exit 2
 runs=${FUZZ_RUNS:-10000000}
 nicev=${FUZZ_NICE:-10}
+jobs=${FUZZ_JOBS:-1}
 art=$build/fuzz-artifacts
 top=$build/fuzz-long
 mkdir -p "$art" "$top"
@@ -38,15 +40,17 @@ opts_of() {
 	[ -f "$f" ] && grep '^-' "$f" | tr '\n' ' '
 }
 
-for t in $targets; do
+# One target: run, keep what it found, merge its corpus. 0, or 1 when it
+# found something or could not run or merge.
+run_one() {
+	local t=$1 st=0 bin corpus work log before limit start rc secs execs rate found a kind h fresh f n after
 	bin=$build/$t
 	corpus=$src/tests/fuzz/corpus/$t
 	work=$top/$t/work
 	log=$top/$t/log
 	if [ ! -x "$bin" ]; then
 		echo "fuzz-long: $bin is not built" >&2
-		status=1
-		continue
+		return 1
 	fi
 	mkdir -p "$corpus" "$work"
 	cp -r "$corpus"/. "$work"/
@@ -78,7 +82,7 @@ for t in $targets; do
 		found="$found regress-$kind-$h"
 	done
 	if [ $rc -ne 0 ] || [ -n "$found" ]; then
-		status=1
+		st=1
 		echo "   $t FOUND (exit $rc):$found; see $log" | tee -a "$summary"
 		grep -m3 -E 'ERROR|fuzz check failed|SUMMARY' "$log"
 	fi
@@ -105,11 +109,30 @@ for t in $targets; do
 	else
 		echo "   $t: merge failed, corpus left as it was; see $top/$t/merge.log" |
 			tee -a "$summary"
-		status=1
+		st=1
 	fi
 	after=$(ls "$corpus" | wc -l)
 	printf '%-22s %12s execs %8s exec/s %6ss  corpus %s -> %s\n' "$t" "${execs:-?}" \
 		"${rate:-?}" "$secs" "$before" "$after" | tee -a "$summary"
+	return $st
+}
+
+running=0
+for t in $targets; do
+	if [ "$jobs" -le 1 ]; then
+		run_one "$t" || status=1
+		continue
+	fi
+	run_one "$t" &
+	running=$((running + 1))
+	if [ $running -ge "$jobs" ]; then
+		wait -n || status=1
+		running=$((running - 1))
+	fi
+done
+while [ $running -gt 0 ]; do
+	wait -n || status=1
+	running=$((running - 1))
 done
 echo "== fuzz-long summary ($summary)"
 cat "$summary"
