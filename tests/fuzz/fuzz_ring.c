@@ -14,6 +14,7 @@
 #include "rxpath/ring.h"
 #include "rxpath/sim.h"
 #include "fuzz.h"
+#include "fz_ring.h"
 
 static struct fz_in *xin;
 
@@ -55,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rxp_pktpool *pp = fz_pool(&pc);
 	struct rxp_txring *redir = rxp_txring_create(8);
 	struct rxp_rxring_config rc = {0};
+	struct fz_pages pages;
 	struct rxp_rxring *r;
 	uint32_t cfg = fz_take(&in, 2);
 
@@ -71,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc.page_size = (cfg >> 9) & 1 ? 8192 : 4096;
 	/* Too few pages for the ring (refill runs dry), or enough (not the
 	 * default's 256 spare pages, which only cost time here). */
-	rc.n_pages = (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8;
+	pages = fz_ring_pages(rc.page_size, (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8);
+	rc.ppool = pages.pool;
 	rc.tx_count = 1 + ((cfg >> 11) & 7);
 	rc.pp = pp;
 	rc.xdp = (cfg >> 14) & 1 ? prog : NULL;
@@ -116,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	rxp_txring_destroy(redir);
-	FZ_CHECK(rxp_rxring_destroy(r) == 0); /* a page leaked */
+	FZ_CHECK(rxp_rxring_destroy(r) == pages.held); /* a page leaked */
+	fz_ring_pages_quiet(pages);
 	fz_pool_quiet(pp);
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include "rxpath/ring.h"
 #include "rxpath/sim.h"
 #include "fuzz.h"
+#include "fz_ring.h"
 
 #define MAXQ 256
 
@@ -209,6 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rxp_pktpool_config pc = {.name = "fzrm", .n_pkts = 256, .n_bufs = 64};
 	struct rxp_pktpool *pp = fz_pool(&pc);
 	struct rxp_rxring_config rc = {0};
+	struct fz_pages pages;
 	uint32_t cfg;
 	bool xdp;
 
@@ -229,7 +231,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc.buf_size = bufs[(cfg >> 7) & 3];
 	rc.headroom = rc.buf_size == 512 ? 64 : 128;
 	rc.page_size = (cfg >> 9) & 1 ? 8192 : 4096;
-	rc.n_pages = (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8;
+	pages = fz_ring_pages(rc.page_size, (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8);
+	rc.ppool = pages.pool;
 	rc.tx_count = 1 + ((cfg >> 11) & 7);
 	rc.pp = pp;
 	xdp = (cfg >> 14) & 1;
@@ -312,7 +315,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (tx_redir.n)
 		free(fifo_pop(&tx_redir).b);
 	rxp_txring_destroy(redir);
-	FZ_CHECK(rxp_rxring_destroy(ring) == 0); /* a page leaked */
+	FZ_CHECK(rxp_rxring_destroy(ring) == pages.held); /* a page leaked */
+	fz_ring_pages_quiet(pages);
 	while (dq_n)
 		free(m_pop().b);
 	free(cur.b);
