@@ -87,14 +87,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (op < 100) {
 			uint32_t len = fz_take(&in, 2) % sizeof(frame), zl = fz_take(&in, 1);
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_take(&in, 1);
+			fz_frame_head(&in, frame, len);
 			rxp_rxring_hw_write(r, frame, len, len, zl << (op & 7));
 		} else if (op < 160) {
 			uint32_t len = fz_take(&in, 2) % (rxp_rxring_buf_len(r) + 2);
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_take(&in, 1);
+			fz_frame_head(&in, frame, len);
 			rxp_rxring_hw_write_desc(r, frame, len, 0, op & 1);
 		} else {
 			struct rxp_pkt *out[64];

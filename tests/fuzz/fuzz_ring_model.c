@@ -248,8 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint32_t bl = rxp_rxring_buf_len(ring), pos = 0;
 			unsigned nb;
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_u8(&in);
+			fz_frame_head(&in, frame, len);
 			nb = len ? rxp_rxring_bufs_for(ring, len) : 0;
 			if (rxp_rxring_hw_write(ring, frame, len, len, zl))
 				continue; /* refused whole: nothing written */
@@ -271,8 +270,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else if (op < 140) {
 			uint32_t len = fz_u16(&in) % (rxp_rxring_buf_len(ring) + 2);
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_u8(&in);
+			fz_frame_head(&in, frame, len);
 			if (!rxp_rxring_hw_write_desc(ring, frame, len, 0, op & 1))
 				m_desc(frame, len, op & 1);
 		} else if (op < 220) {
