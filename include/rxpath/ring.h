@@ -121,7 +121,7 @@ struct rxp_rxring_config {
 	struct rxp_pktpool *pp; /* packet metadata for PASS (required) */
 	rxp_xdp_prog_fn xdp; /* NULL: every frame passes */
 	void *xdp_ctx;
-	unsigned tx_count; /* own TX ring for XDP_TX (0: 512) */
+	unsigned tx_count; /* own TX ring for XDP_TX (0: count, as the receive ring) */
 	rxp_rxring_put_frame_fn put_frame; /* tests only; NULL: the library's */
 };
 

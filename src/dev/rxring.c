@@ -189,7 +189,7 @@ struct rxp_rxring *rxp_rxring_create(const struct rxp_rxring_config *cfg)
 	r->buf = calloc(count, sizeof(*r->buf));
 	r->own_ppool = !cfg->ppool;
 	r->ppool = cfg->ppool ? cfg->ppool : rxp_page_pool_create(&pc);
-	r->tx = rxp_txring_create(cfg->tx_count ? cfg->tx_count : 512);
+	r->tx = rxp_txring_create(cfg->tx_count ? cfg->tx_count : count);
 	if (!r->desc || !r->buf || !r->ppool || !r->tx) {
 		rxp_txring_destroy(r->tx);
 		if (r->own_ppool)
