@@ -112,11 +112,16 @@ struct rxp_rxring_config {
 	uint32_t headroom; /* reserved at the front of each slice (default 128) */
 	uint32_t page_size; /* page-pool page size (default 4096) */
 	uint32_t n_pages; /* page-pool pages (default 2 * count + 256) */
+	/* Pages from this pool instead of one of the ring's own (n_pages is
+	 * then unused, page_size must be 0 or the pool's): the pool stays the
+	 * caller's, outlives the ring and may serve several rings polled by
+	 * the same thread. */
+	struct rxp_page_pool *ppool;
 	uint16_t queue;
 	struct rxp_pktpool *pp; /* packet metadata for PASS (required) */
 	rxp_xdp_prog_fn xdp; /* NULL: every frame passes */
 	void *xdp_ctx;
-	unsigned tx_count; /* own TX ring for XDP_TX (0: 512) */
+	unsigned tx_count; /* own TX ring for XDP_TX (0: count, as the receive ring) */
 	rxp_rxring_put_frame_fn put_frame; /* tests only; NULL: the library's */
 };
 
@@ -133,8 +138,9 @@ struct rxp_rxring_stats {
 
 struct rxp_rxring *rxp_rxring_create(const struct rxp_rxring_config *cfg);
 /* Releases every buffer still posted, drains the TX ring, destroys the page
- * pool. Returns the pages outstanding afterwards (0 unless packets are still
- * alive or something leaked). */
+ * pool (unless it is the caller's: rxp_rxring_config.ppool). Returns the
+ * pages outstanding afterwards (0 unless packets are still alive, something
+ * leaked, or the caller's pool has other pages out). */
 uint64_t rxp_rxring_destroy(struct rxp_rxring *r);
 void rxp_rxring_set_xdp(struct rxp_rxring *r, rxp_xdp_prog_fn prog, void *ctx);
 

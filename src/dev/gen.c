@@ -47,7 +47,7 @@ struct rxp_gen {
 	struct gen_slot *slot;
 	uint16_t *orders;
 	struct rxp_gen_stats st;
-	uint8_t dgram[65536]; /* scratch: a whole UDP datagram */
+	uint8_t dgram[]; /* scratch: a whole UDP datagram (8 + max_payload) */
 };
 
 static uint64_t rnd(struct rxp_gen *g)
@@ -124,30 +124,32 @@ static bool needs_frags(const struct rxp_gen *g, bool v6, uint32_t l4_len)
 
 struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg)
 {
+	struct rxp_gen_config c = *cfg;
 	struct rxp_gen *g;
 
-	g = calloc(1, sizeof(*g));
-	if (!g)
-		return NULL;
-	g->cfg = *cfg;
-	if (!g->cfg.min_payload)
-		g->cfg.min_payload = RXP_GEN_HDR_LEN;
-	if (!g->cfg.max_payload)
-		g->cfg.max_payload = 1472;
-	if (!g->cfg.mtu)
-		g->cfg.mtu = 1500;
-	if (!g->cfg.flows)
-		g->cfg.flows = 64;
-	if (!g->cfg.dport)
-		g->cfg.dport = 9;
-	if (g->cfg.min_payload < RXP_GEN_HDR_LEN || g->cfg.max_payload > 65000 ||
-	    g->cfg.min_payload > g->cfg.max_payload || g->cfg.mtu < 68 || g->cfg.mtu > 9200 ||
-	    g->cfg.ipv6_pct > 100 || g->cfg.loss < 0 || g->cfg.loss > 1 ||
-	    g->cfg.in_flight > RXP_GEN_IN_FLIGHT_MAX || g->cfg.flows > 65536 || g->cfg.net > 50) {
-		free(g);
+	if (!c.min_payload)
+		c.min_payload = RXP_GEN_HDR_LEN;
+	if (!c.max_payload)
+		c.max_payload = 1472;
+	if (!c.mtu)
+		c.mtu = 1500;
+	if (!c.flows)
+		c.flows = 64;
+	if (!c.dport)
+		c.dport = 9;
+	if (c.min_payload < RXP_GEN_HDR_LEN || c.max_payload > 65000 ||
+	    c.min_payload > c.max_payload || c.mtu < 68 || c.mtu > 9200 || c.ipv6_pct > 100 ||
+	    c.loss < 0 || c.loss > 1 || c.in_flight > RXP_GEN_IN_FLIGHT_MAX || c.flows > 65536 ||
+	    c.net > 50) {
 		errno = EINVAL;
 		return NULL;
 	}
+	/* the scratch as large as the largest datagram, not 64 KiB always:
+	 * the sim NIC runs a generator per queue */
+	g = calloc(1, sizeof(*g) + 8 + c.max_payload);
+	if (!g)
+		return NULL;
+	g->cfg = c;
 	if (g->cfg.ipv6_pct && g->cfg.mtu < 1280)
 		g->cfg.mtu = 1280; /* IPv6's minimum link MTU */
 	rxp_xoshiro_seed(g->s, cfg->seed);

@@ -51,7 +51,7 @@ struct rxp_rxring {
 	/* Hot: indices and geometry. */
 	unsigned count, ntu, ntc, nta, first_desc, hw_head;
 	uint32_t buf_size, headroom, buf_len, page_size;
-	bool split, checked;
+	bool split, checked, own_ppool;
 	uint16_t queue;
 	struct rxp_rx_desc *desc;
 	struct rx_buf *buf;
@@ -157,6 +157,17 @@ struct rxp_rxring *rxp_rxring_create(const struct rxp_rxring_config *cfg)
 	r->buf_size = cfg->buf_size ? cfg->buf_size : 2048;
 	r->headroom = cfg->headroom ? cfg->headroom : RXP_HEADROOM_DEFAULT;
 	r->page_size = cfg->page_size ? cfg->page_size : 4096;
+	if (cfg->ppool) {
+		struct rxp_page_pool_stats ps;
+
+		rxp_page_pool_get_stats(cfg->ppool, &ps);
+		if (cfg->page_size && cfg->page_size != ps.page_size) {
+			free(r);
+			errno = EINVAL;
+			return NULL;
+		}
+		r->page_size = ps.page_size;
+	}
 	if (r->headroom + 64 > r->buf_size || r->buf_size > r->page_size || r->buf_size % 64) {
 		free(r);
 		errno = EINVAL;
@@ -176,11 +187,13 @@ struct rxp_rxring *rxp_rxring_create(const struct rxp_rxring_config *cfg)
 	pc.n_pages = cfg->n_pages ? cfg->n_pages : 2 * count + 256;
 	r->desc = calloc(count, sizeof(*r->desc));
 	r->buf = calloc(count, sizeof(*r->buf));
-	r->ppool = rxp_page_pool_create(&pc);
-	r->tx = rxp_txring_create(cfg->tx_count ? cfg->tx_count : 512);
+	r->own_ppool = !cfg->ppool;
+	r->ppool = cfg->ppool ? cfg->ppool : rxp_page_pool_create(&pc);
+	r->tx = rxp_txring_create(cfg->tx_count ? cfg->tx_count : count);
 	if (!r->desc || !r->buf || !r->ppool || !r->tx) {
 		rxp_txring_destroy(r->tx);
-		rxp_page_pool_destroy(r->ppool);
+		if (r->own_ppool)
+			rxp_page_pool_destroy(r->ppool);
 		free(r->desc);
 		free(r->buf);
 		free(r);
@@ -210,7 +223,7 @@ uint64_t rxp_rxring_destroy(struct rxp_rxring *r)
 		b->page = NULL;
 	}
 	flush_drops(r);
-	out = rxp_page_pool_destroy(r->ppool);
+	out = r->own_ppool ? rxp_page_pool_destroy(r->ppool) : rxp_page_pool_outstanding(r->ppool);
 	free(r->desc);
 	free(r->buf);
 	free(r);

@@ -13,7 +13,7 @@
 #include "rxpath/dev.h"
 #include "fuzz.h"
 
-#define FZ_SIM_KEYS "ring=16,pages=40,"
+#define FZ_SIM_KEYS "ring=16,pages=24,"
 
 /* The spec with FZ_SIM_KEYS at the start of a sim device's keys (the last
  * '+'-separated part, as rxp_dev_open reads it), or a copy. */

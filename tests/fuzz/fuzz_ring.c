@@ -14,6 +14,7 @@
 #include "rxpath/ring.h"
 #include "rxpath/sim.h"
 #include "fuzz.h"
+#include "fz_ring.h"
 
 static struct fz_in *xin;
 
@@ -55,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rxp_pktpool *pp = fz_pool(&pc);
 	struct rxp_txring *redir = rxp_txring_create(8);
 	struct rxp_rxring_config rc = {0};
+	struct fz_pages pages;
 	struct rxp_rxring *r;
 	uint32_t cfg = fz_take(&in, 2);
 
@@ -71,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc.page_size = (cfg >> 9) & 1 ? 8192 : 4096;
 	/* Too few pages for the ring (refill runs dry), or enough (not the
 	 * default's 256 spare pages, which only cost time here). */
-	rc.n_pages = (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8;
+	pages = fz_ring_pages(rc.page_size, (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8);
+	rc.ppool = pages.pool;
 	rc.tx_count = 1 + ((cfg >> 11) & 7);
 	rc.pp = pp;
 	rc.xdp = (cfg >> 14) & 1 ? prog : NULL;
@@ -84,14 +87,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (op < 100) {
 			uint32_t len = fz_take(&in, 2) % sizeof(frame), zl = fz_take(&in, 1);
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_take(&in, 1);
+			fz_frame_head(&in, frame, len);
 			rxp_rxring_hw_write(r, frame, len, len, zl << (op & 7));
 		} else if (op < 160) {
 			uint32_t len = fz_take(&in, 2) % (rxp_rxring_buf_len(r) + 2);
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_take(&in, 1);
+			fz_frame_head(&in, frame, len);
 			rxp_rxring_hw_write_desc(r, frame, len, 0, op & 1);
 		} else {
 			struct rxp_pkt *out[64];
@@ -116,7 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	rxp_txring_destroy(redir);
-	FZ_CHECK(rxp_rxring_destroy(r) == 0); /* a page leaked */
+	FZ_CHECK(rxp_rxring_destroy(r) == pages.held); /* a page leaked */
+	fz_ring_pages_quiet(pages);
 	fz_pool_quiet(pp);
 	return 0;
 }

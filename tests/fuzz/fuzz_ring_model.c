@@ -25,6 +25,7 @@
 #include "rxpath/ring.h"
 #include "rxpath/sim.h"
 #include "fuzz.h"
+#include "fz_ring.h"
 
 #define MAXQ 256
 
@@ -209,6 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rxp_pktpool_config pc = {.name = "fzrm", .n_pkts = 256, .n_bufs = 64};
 	struct rxp_pktpool *pp = fz_pool(&pc);
 	struct rxp_rxring_config rc = {0};
+	struct fz_pages pages;
 	uint32_t cfg;
 	bool xdp;
 
@@ -229,7 +231,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc.buf_size = bufs[(cfg >> 7) & 3];
 	rc.headroom = rc.buf_size == 512 ? 64 : 128;
 	rc.page_size = (cfg >> 9) & 1 ? 8192 : 4096;
-	rc.n_pages = (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8;
+	pages = fz_ring_pages(rc.page_size, (cfg >> 10) & 1 ? rc.count / 2 + 4 : rc.count + 8);
+	rc.ppool = pages.pool;
 	rc.tx_count = 1 + ((cfg >> 11) & 7);
 	rc.pp = pp;
 	xdp = (cfg >> 14) & 1;
@@ -245,8 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint32_t bl = rxp_rxring_buf_len(ring), pos = 0;
 			unsigned nb;
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_u8(&in);
+			fz_frame_head(&in, frame, len);
 			nb = len ? rxp_rxring_bufs_for(ring, len) : 0;
 			if (rxp_rxring_hw_write(ring, frame, len, len, zl))
 				continue; /* refused whole: nothing written */
@@ -268,8 +270,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else if (op < 140) {
 			uint32_t len = fz_u16(&in) % (rxp_rxring_buf_len(ring) + 2);
 
-			for (uint32_t i = 0; i < len && i < 64; i++)
-				frame[i] = (uint8_t)fz_u8(&in);
+			fz_frame_head(&in, frame, len);
 			if (!rxp_rxring_hw_write_desc(ring, frame, len, 0, op & 1))
 				m_desc(frame, len, op & 1);
 		} else if (op < 220) {
@@ -312,7 +313,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (tx_redir.n)
 		free(fifo_pop(&tx_redir).b);
 	rxp_txring_destroy(redir);
-	FZ_CHECK(rxp_rxring_destroy(ring) == 0); /* a page leaked */
+	FZ_CHECK(rxp_rxring_destroy(ring) == pages.held); /* a page leaked */
+	fz_ring_pages_quiet(pages);
 	while (dq_n)
 		free(m_pop().b);
 	free(cur.b);

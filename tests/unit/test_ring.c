@@ -635,6 +635,48 @@ static void test_tx_redirect_other_thread(void **state)
 	assert_int_equal(rxpt_pages_outstanding(), 0);
 }
 
+/* Two rings on the caller's page pool (rxp_rxring_config.ppool): both take
+ * their pages from it, destroying one leaves the pool to the caller with
+ * the other ring's pages still out, and a page size other than the pool's
+ * is refused. */
+static void test_ring_caller_page_pool(void **state)
+{
+	struct rxp_page_pool_config c = {.name = "shared", .page_size = 8192, .n_pages = 40};
+	struct rxp_pktpool_config pc = {.name = "t", .n_pkts = 16};
+	struct rxp_page_pool *pool = rxp_page_pool_create(&c);
+	struct rxp_pktpool *pp = rxp_pktpool_create(&pc);
+	struct rxp_rxring_config rc = {.count = 8, .ppool = pool, .tx_count = 4};
+	struct rxp_rxring *a, *b;
+	struct rxp_pkt *out[8];
+	uint8_t f[300];
+	unsigned n = 0;
+
+	assert_non_null(pool);
+	assert_non_null(pp);
+	rc.pp = pp;
+	rc.page_size = 4096;
+	assert_null(rxp_rxring_create(&rc));
+	assert_int_equal(errno, EINVAL);
+	rc.page_size = 0;
+	assert_non_null(a = rxp_rxring_create(&rc));
+	assert_non_null(b = rxp_rxring_create(&rc));
+	assert_ptr_equal(rxp_rxring_page_pool(a), pool);
+	/* 7 posted buffers each (one slot stays empty), one page apiece */
+	assert_int_equal(rxp_page_pool_outstanding(pool), 14);
+	memset(f, 0x5a, sizeof(f));
+	assert_int_equal(rxp_rxring_hw_write(a, f, sizeof(f), 1, 0), 0);
+	assert_int_equal(rxp_rxring_clean(a, 8, out, 8, &n), 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0]->len, sizeof(f));
+	assert_int_equal(rxp_rxring_destroy(a), 7 + 1); /* b's and the packet's */
+	rxp_pkt_consume(out[0]);
+	assert_int_equal(rxp_page_pool_outstanding(pool), 7);
+	assert_int_equal(rxp_rxring_destroy(b), 0);
+	assert_int_equal(rxp_page_pool_destroy(pool), 0);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 0);
+	rxp_pktpool_destroy(pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -643,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_zero_len_bug_class),
 		cmocka_unit_test(test_ring_property),
 		cmocka_unit_test(test_tx_redirect_other_thread),
+		cmocka_unit_test(test_ring_caller_page_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
