@@ -108,6 +108,10 @@ struct rxp_src *rxp_src_gen(const struct rxp_gen_config *cfg);
 /* Frames of a pcap/pcapng file; raw-IP frames get an Ethernet header. */
 struct rxp_src *rxp_src_pcap(const char *path);
 
+/* The most frames one rx_burst writes (hw_burst): a receive ring drops
+ * what it has no room for, so more only spends time generating drops. */
+#define RXP_SIM_HW_BURST_MAX 65536u
+
 struct rxp_sim_config {
 	unsigned nqueues; /* default 1 */
 	unsigned ring_size; /* descriptors per queue (default 512) */
@@ -117,7 +121,8 @@ struct rxp_sim_config {
 	uint64_t seed; /* zero-length descriptor placement */
 	double zero_len_rate; /* probability of a zero-length descriptor
 				  * before each buffer of a frame */
-	unsigned hw_burst; /* frames written per rx_burst (0: n) */
+	unsigned hw_burst; /* frames written per rx_burst (0: n; at most
+			    * RXP_SIM_HW_BURST_MAX) */
 	rxp_xdp_prog_fn xdp; /* NULL: pass everything */
 	void *xdp_ctx;
 	/* Traffic: a generator config, or a pcap file to replay. */

@@ -101,7 +101,7 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp, const struct
 			sc.n_pages = (uint32_t)x;
 		else if (!strcmp(k, "seed"))
 			sc.seed = gc.seed = (uint64_t)x;
-		else if (!strcmp(k, "hw_burst"))
+		else if (!strcmp(k, "hw_burst") && x <= RXP_SIM_HW_BURST_MAX)
 			sc.hw_burst = (unsigned)x;
 		else if (!strcmp(k, "count"))
 			gc.count = (uint64_t)x;

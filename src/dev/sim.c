@@ -249,7 +249,8 @@ struct rxp_dev *rxp_sim_open(const struct rxp_sim_config *cfg, struct rxp_pktpoo
 	int err = ENOMEM;
 
 	if (!pp || nq > 64 || (!cfg->gen && !cfg->pcap_path && !cfg->src_open) ||
-	    cfg->zero_len_rate < 0 || cfg->zero_len_rate >= 1) {
+	    cfg->zero_len_rate < 0 || cfg->zero_len_rate >= 1 ||
+	    cfg->hw_burst > RXP_SIM_HW_BURST_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}

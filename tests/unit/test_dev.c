@@ -656,6 +656,23 @@ static void test_dev_open_spec(void **state)
 	unlink(path);
 	assert_null(rxp_dev_open("sim:bogus=1", pp));
 	assert_int_equal(errno, EINVAL);
+	/* one poll's frames are bounded: an endless source and a burst of
+	 * 4e9 would spend minutes generating drops (fuzz_dev_spec's find) */
+	errno = 0;
+	assert_null(rxp_dev_open("sim:count=0,hw_burst=4000000000", pp));
+	assert_int_equal(errno, EINVAL);
+	d = rxp_dev_open("sim:count=10,hw_burst=65536", pp);
+	assert_non_null(d);
+	assert_int_equal(drain(d, NULL, false, &v), 10);
+	assert_int_equal(rxp_dev_close(d), 0);
+	{
+		struct rxp_gen_config gc = {.seed = 1, .count = 10};
+		struct rxp_sim_config sc = {.gen = &gc, .hw_burst = RXP_SIM_HW_BURST_MAX + 1};
+
+		errno = 0;
+		assert_null(rxp_sim_open(&sc, pp));
+		assert_int_equal(errno, EINVAL);
+	}
 	assert_null(rxp_dev_open("fault:loss=x+sim", pp));
 	assert_null(rxp_dev_open("nosuch:thing", pp));
 	assert_null(rxp_dev_open("afpacket:", pp));
