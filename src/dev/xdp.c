@@ -50,8 +50,11 @@ int rxp_xdp_adjust_tail(struct rxp_xdp_buff *x, int delta)
 	}
 	if (x->mb && !x->nr_frags)
 		x->mb = false;
-	if ((uint32_t)(x->data_end - x->data) < shrink + RXP_ETH_HLEN)
-		return -EINVAL; /* not reached: checked above */
+	/* Any shrink left falls on the linear part, and every fragment is gone,
+	 * so the length check above is the linear part's. The linear part may
+	 * itself be shorter than 14 bytes (a short first buffer of a
+	 * multi-buffer frame); a shrink that ended inside the fragments must
+	 * not fail on that after it has changed them. */
 	x->data_end -= shrink;
 	return 0;
 }

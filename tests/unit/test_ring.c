@@ -87,6 +87,54 @@ static void test_page_pool_basic(void **state)
 	assert_int_equal(rxp_page_pool_destroy(pp), 0);
 }
 
+/* A multi-buffer frame whose first buffer is shorter than an Ethernet
+ * header (the hardware may write 3 bytes there): a tail shrink that ends
+ * exactly on a fragment boundary succeeds and leaves the frame consistent,
+ * one that would cut below 14 bytes fails and changes nothing. Found by
+ * fuzz_ring_model. */
+static void test_xdp_shrink_short_linear(void **state)
+{
+	struct rxp_page_pool_config c = {.name = "xs", .n_pages = 8};
+	struct rxp_page_pool *pp = rxp_page_pool_create(&c);
+	struct rxp_page *lin;
+	struct rxp_xdp_buff x = {0};
+
+	(void)state;
+	assert_non_null(pp);
+	assert_non_null(lin = rxp_page_pool_alloc(pp));
+	x.page = lin;
+	x.data_hard_start = lin->addr;
+	x.data = lin->addr + 64;
+	x.data_end = x.data + 3;
+	x.frame_sz = 2048;
+	x.mb = true;
+	for (unsigned k = 0; k < 3; k++) {
+		assert_non_null(x.frags[k].page = rxp_page_pool_alloc(pp));
+		x.frags[k].size = 100;
+		x.nr_frags++;
+		x.frags_len += 100;
+	}
+	assert_int_equal(rxp_xdp_len(&x), 303);
+	/* below 14 bytes: refused, nothing changed */
+	assert_int_equal(rxp_xdp_adjust_tail(&x, -290), -EINVAL);
+	assert_int_equal(rxp_xdp_len(&x), 303);
+	assert_int_equal(x.nr_frags, 3);
+	/* exactly the last fragment */
+	assert_int_equal(rxp_xdp_adjust_tail(&x, -100), 0);
+	assert_int_equal(rxp_xdp_len(&x), 203);
+	assert_int_equal(x.nr_frags, 2);
+	assert_true(x.mb);
+	/* into the middle of a fragment */
+	assert_int_equal(rxp_xdp_adjust_tail(&x, -150), 0);
+	assert_int_equal(rxp_xdp_len(&x), 53);
+	assert_int_equal(x.nr_frags, 1);
+	assert_int_equal(x.frags[0].size, 50);
+	assert_int_equal(rxp_page_pool_outstanding(pp), 2);
+	rxp_page_put(x.frags[0].page);
+	rxp_page_put(lin);
+	assert_int_equal(rxp_page_pool_destroy(pp), 0);
+}
+
 /* ---- the ring harness ------------------------------------------------------ */
 
 struct sent {
@@ -681,6 +729,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_page_pool_basic),
+		cmocka_unit_test(test_xdp_shrink_short_linear),
 		cmocka_unit_test(test_too_many_frags_and_no_buffer),
 		cmocka_unit_test(test_zero_len_bug_class),
 		cmocka_unit_test(test_ring_property),
