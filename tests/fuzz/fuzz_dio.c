@@ -20,6 +20,14 @@
  * records and stop early: what it read is checked.) Records are numbered
  * from 1. The first MAXREC records are compared.
  * Nothing may leak (LeakSanitizer).
+ *
+ * wiretap's JSON reader is deregistered here (not in rxpath): it is one of
+ * the heuristic readers tried on every file no magic number matches, and
+ * it callocs 50 MiB per try, about 6 ms under ASan against 0.5 ms for all
+ * the other readers together. A mutated input that lost its magic number
+ * paid that twice. The JSON reader makes one record of the whole file; the
+ * paths of ours it would reach (a record of an encapsulation with no link
+ * type) are reached by other formats too.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -30,6 +38,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <wiretap/wtap.h>
 
 #include "defrag_io.h"
 #include "fuzz.h"
@@ -130,6 +140,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(inpath, sizeof(inpath), "%s/in", dir);
 		snprintf(outpath, sizeof(outpath), "%s/out", dir);
 		atexit(fz_cleanup);
+		/* wiretap starts on the first open (this one fails) */
+		FZ_CHECK(!dio_open_in(dir, err, sizeof(err)));
+		wtap_deregister_open_info("JavaScript Object Notation");
 	}
 	fd = open(inpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	FZ_CHECK(fd >= 0 && write(fd, data, size) == (ssize_t)size);
