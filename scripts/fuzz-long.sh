@@ -32,7 +32,9 @@ else
 	targets=$(cd "$src/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
 fi
 status=0
-summary=$top/summary.txt
+# One summary per run of this script: two runs on one build directory
+# (other targets, started apart) each keep their own.
+summary=$top/summary-$$.txt
 : >"$summary"
 
 opts_of() {
