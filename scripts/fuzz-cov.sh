@@ -5,7 +5,7 @@
 # what the last fuzz-long run found in the fuzz build, if any); the
 # profiles are merged with llvm-profdata and llvm-cov prints line,
 # function and region coverage for every file under src/, and for
-# tools/opt.c and tools/defrag_io.c (the number parser and the capture
+# tools/opt.c and tools/defrag_io*.c (the number parser and the capture
 # files of rxpath defrag, which fuzz_opt and fuzz_dio link).
 #
 # Usage: scripts/fuzz-cov.sh [COVBUILD] [FUZZBUILD]
@@ -40,8 +40,9 @@ done
 # shellcheck disable=SC2086
 "$llvmcov" report -instr-profile="$prof/all.profdata" "$first" $objs \
 	-show-region-summary=false -show-branch-summary=false \
-	-ignore-filename-regex='(tests|bench|examples)/' "$src/src" "$src/tools/opt.c" "$src/tools/defrag_io.c" \
+	-ignore-filename-regex='(tests|bench|examples)/' "$src/src" "$src/tools/opt.c" \
+	"$src/tools/defrag_io.c" "$src/tools/defrag_io_fast.c" "$src/tools/defrag_io_out.c" \
 	>"$prof/report.txt"
-echo "line coverage of src/, tools/opt.c and tools/defrag_io.c by the fuzz corpora (llvm-cov report: $prof/report.txt)"
+echo "line coverage of src/, tools/opt.c and tools/defrag_io*.c by the fuzz corpora (llvm-cov report: $prof/report.txt)"
 awk 'NR > 2 && $1 !~ /^-/ && NF >= 7 {
 	printf "%-26s %6d of %6d lines  %7s\n", $1, $5 - $6, $5, $7 }' "$prof/report.txt"

@@ -1,7 +1,7 @@
 /*
  * rxpath defrag: reassemble the IP fragments in a capture.
  *
- * Reads a capture (defrag_io.c: pcap, pcapng with any mix of link types,
+ * Reads a capture (defrag_io*.c: pcap, pcapng with any mix of link types,
  * gzip or zstd, or stdin) and writes one (pcapng when IN is pcapng or OUT
  * ends in .pcapng, else pcap with IN's timestamp resolution) in which every
  * complete datagram appears once, reassembled, at the timestamp of the

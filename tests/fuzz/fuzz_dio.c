@@ -1,5 +1,5 @@
 /*
- * The capture files of `rxpath defrag` (tools/defrag_io.c): an input is a
+ * The capture files of `rxpath defrag` (tools/defrag_io*.c): an input is a
  * file, read through libwiretap (pcap, pcapng with interfaces of several
  * link types, compressed files, every other format wiretap knows). Inputs
  * of odd size are written out as pcapng, even ones as pcap when the input

@@ -1,0 +1,713 @@
+/*
+ * rxpath defrag's output (see defrag_io.h): pcap or pcapng through
+ * wiretap, or for a pcap of most link types libpcap's file header then our
+ * own records, written into one of two 2 MiB buffers while a writer thread
+ * writes the other (the reassembled frames built there, dio_out_room).
+ * Owns the dumpers, those buffers and thread, and the temporary output
+ * file: it is either renamed onto OUT whole or removed, also when the
+ * process is killed by a signal that would end it, so OUT never holds a
+ * partial capture (a device or FIFO OUT is written in place).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <pcap/pcap.h>
+#include <wiretap/pcap-encap.h>
+#include <wiretap/wtap.h>
+
+#include "defrag_frame.h"
+#include "defrag_io_internal.h"
+
+/* The writer thread of a pcap OUT: it writes one buffer while the main
+ * thread fills the other, so the kernel's copy into the page cache and the
+ * file system's work (a third of a run's time) overlap the reassembly. */
+struct wthread {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const uint8_t *buf; /* posted: being written while busy */
+	size_t len;
+	bool started, busy, quit;
+	int err; /* errno of its first failed write */
+};
+
+struct dio_out {
+	wtap_dumper *wdh; /* pcapng, and pcap of link types with pseudo-headers */
+	/* pcap of other link types: libpcap's file header, then our own
+	 * records (wiretap writes through a FILE of 4 KiB: a write(2) per
+	 * 4 KiB, 27k calls for a 114 MB capture) */
+	pcap_t *pdead;
+	pcap_dumper_t *pd; /* writes the file header; records go through wb */
+	FILE *f;
+	/* Records are written into wb, and wb to fd in write(2)s of up to
+	 * wcap: no stdio call per record (pcap_dump: two fwrite()s). */
+	int fd;
+	uint8_t *wb; /* the buffer being filled: one of wbs */
+	size_t wlen, wcap;
+	uint8_t *wbs[2];
+	bool grown; /* past the first buffer: OUT_BUF ones, and the writer */
+	struct wthread wt;
+	int werr; /* errno of a write that failed: every later one fails too */
+	bool hdr_out; /* the FILE's header flushed: only wb writes to fd now */
+	bool nsec;
+	wtap_dump_params params;
+	bool pcapng, to_stdout;
+	bool direct; /* OUT is a device or FIFO: written in place, not renamed onto */
+	uint64_t skipped;
+	char final[PATH_MAX];
+};
+
+/* The temporary file being written, removed by the signal handler. */
+static char tmp_path[PATH_MAX];
+static volatile sig_atomic_t tmp_live;
+
+static void on_fatal_signal(int sig)
+{
+	static const char bus[] = "rxpath defrag: the input file shrank while it was read\n";
+
+	if (tmp_live)
+		unlink(tmp_path);
+	if (sig == SIGBUS && write(STDERR_FILENO, bus, sizeof(bus) - 1) < 0)
+		sig = SIGBUS; /* nothing else to do; the status below says it */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int dio_check_paths(const char *in, const char *out, char *err, size_t errlen)
+{
+	struct stat si, so;
+
+	if (!strcmp(out, "-"))
+		return 0;
+	if (stat(out, &so)) /* does not exist yet (or cannot be seen): nothing to clobber */
+		return 0;
+	if (S_ISDIR(so.st_mode)) {
+		snprintf(err, errlen, "%s is a directory", out);
+		return -1;
+	}
+	if (strcmp(in, "-") && !stat(in, &si) && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+		snprintf(err, errlen,
+			 "%s and %s are the same file: refusing to overwrite the input", in, out);
+		return -1;
+	}
+	return 0;
+}
+
+/* Where OUT really is (a symlink is written through, to its target), and a
+ * temporary file beside it. */
+static int make_temp(struct dio_out *o, const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	const char *base;
+	struct stat st;
+	mode_t mask;
+	int fd;
+
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode) && realpath(path, o->final))
+		;
+	else if (snprintf(o->final, sizeof(o->final), "%s", path) >= (int)sizeof(o->final)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	base = strrchr(o->final, '/');
+	if (base) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(base - o->final), o->final);
+		if (!dir[0])
+			snprintf(dir, sizeof(dir), "/");
+		base++;
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+		base = o->final;
+	}
+	if (snprintf(tmp_path, sizeof(tmp_path), "%s/.%s.rxpath-XXXXXX", dir, base) >=
+	    (int)sizeof(tmp_path)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	fd = mkstemp(tmp_path);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create a file in %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	tmp_live = 1;
+	/* mkstemp makes it 0600; give it what creating OUT would have. */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, stat(o->final, &st) ? 0666 & ~mask : st.st_mode & 07777))
+		(void)0; /* the data is what matters; keep 0600 */
+	signal(SIGINT, on_fatal_signal);
+	signal(SIGTERM, on_fatal_signal);
+	signal(SIGHUP, on_fatal_signal);
+	signal(SIGPIPE, on_fatal_signal);
+	signal(SIGBUS, on_fatal_signal); /* a mapped IN that shrank (map_file) */
+	return fd;
+}
+
+static void wt_start(struct dio_out *o);
+
+/* A small OUT is written from one buffer of OUT_BUF0, at close, by this
+ * thread; once OUT outgrows it, from two of OUT_BUF, one filled while a
+ * writer thread writes the other. Both hold a frame of DFR_OUT_MAX. A
+ * small capture then costs no 4 MiB of buffers and no thread (they were
+ * most of fuzz_dio's time). */
+#define OUT_BUF0 (512u << 10)
+#define OUT_BUF (2u << 20)
+_Static_assert(DFR_OUT_MAX + PCAP_REC_HDR <= OUT_BUF0, "a frame fits the first buffer");
+
+/* The link type libpcap writes in a file's header for dlt (its DLT_ to
+ * LINKTYPE_ map is not exported): -1 when it writes none. */
+static int pcap_linktype_of(int dlt)
+{
+	pcap_t *p = pcap_open_dead(dlt, 65535);
+	char *mem = NULL;
+	size_t len = 0;
+	FILE *m = p ? open_memstream(&mem, &len) : NULL;
+	pcap_dumper_t *d = m ? pcap_dump_fopen(p, m) : NULL;
+	uint32_t lt;
+	int rc = -1;
+
+	if (d) {
+		pcap_dump_close(d); /* closes m: mem and len are final */
+		if (len >= PCAP_FILE_HDR) {
+			memcpy(&lt, mem + 20, sizeof(lt));
+			rc = (int)lt;
+		}
+	} else if (m) {
+		fclose(m);
+	}
+	free(mem);
+	if (p)
+		pcap_close(p);
+	return rc;
+}
+
+/* Open the libpcap writer on fd (or stdout) when OUT is pcap, its link
+ * type is carried in the frame bytes alone and the link type libpcap
+ * writes for it is one wiretap reads as it (libpcap writes DLT_PPP_BSDOS,
+ * 16, as LINKTYPE_PPP_BSDOS, 103, which wiretap does not know: wiretap's
+ * writer keeps 16). 1 done, 0 not applicable, -1 error (errno). */
+static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd)
+{
+	int encap = wtap_file_encap(in->wth);
+
+	if (o->pcapng || encap < 0 || encap >= ENCAP_MAX || dio_encap_dlt[encap] < 0 ||
+	    wtap_encap_requires_phdr(encap) ||
+	    wtap_pcap_encap_to_wtap_encap(pcap_linktype_of(dio_encap_dlt[encap])) != encap)
+		return 0;
+	o->nsec = ft == wtap_pcap_nsec_file_type_subtype();
+	o->pdead = pcap_open_dead_with_tstamp_precision(dio_encap_dlt[encap], o->params.snaplen,
+							o->nsec ? PCAP_TSTAMP_PRECISION_NANO
+								: PCAP_TSTAMP_PRECISION_MICRO);
+	o->f = fd >= 0 ? fdopen(fd, "wb") : stdout;
+	o->wb = o->wbs[0] = malloc(OUT_BUF0);
+	o->wcap = OUT_BUF0;
+	if (!o->pdead || !o->f || !o->wbs[0]) {
+		errno = ENOMEM;
+		return -1;
+	}
+	o->pd = pcap_dump_fopen(o->pdead, o->f);
+	if (!o->pd) {
+		errno = EIO;
+		return -1;
+	}
+	o->fd = fileno(o->f); /* after the header, which wb_flush sends first */
+	return 1;
+}
+
+static int pcap_writer_close(struct dio_out *o);
+
+/* Raise a snapshot length that reassembled frames would exceed (0 is "no
+ * limit" and stays). */
+static int snap_raise(int snap)
+{
+	return snap > 0 && snap < SNAP_MIN ? SNAP_MIN : snap;
+}
+
+/* wtap_dump_params_cleanup leaves idb_inf (from wtap_file_get_idb_info) to
+ * the caller: its struct is ours to free, its array the reader's. */
+static void params_free(wtap_dump_params *p)
+{
+	wtapng_iface_descriptions_t *idb = p->idb_inf;
+
+	wtap_dump_params_cleanup(p);
+	g_free(idb);
+}
+
+static int add_new_idbs(struct dio_out *o, struct dio_in *in)
+{
+	wtap_block_t idb;
+	int e = 0;
+	gchar *info = NULL;
+
+	if (!o->pcapng)
+		return 0;
+	while ((idb = wtap_get_next_interface_description(in->wth))) {
+		wtapng_if_descr_mandatory_t *m = wtap_block_get_mandatory_data(idb);
+
+		if (m)
+			m->snap_len = (guint32)snap_raise((int)m->snap_len);
+		if (!wtap_dump_add_idb(o->wdh, idb, &e, &info)) {
+			g_free(info);
+			errno = e > 0 ? e : EINVAL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct dio_out *dio_open_out(const char *path, struct dio_in *in, bool pcapng, char *err,
+			     size_t errlen)
+{
+	struct dio_out *o = calloc(1, sizeof(*o));
+	struct stat st;
+	int ft, e = 0, fd = -1;
+	gchar *info = NULL;
+
+	if (!o) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	o->pcapng =
+		pcapng || dio_in_is_pcapng(in) || wtap_file_encap(in->wth) == WTAP_ENCAP_PER_PACKET;
+	if (o->pcapng) {
+		ft = wtap_pcapng_file_type_subtype();
+		wtap_dump_params_init_no_idbs(&o->params, in->wth);
+	} else {
+		ft = wtap_file_tsprec(in->wth) > WTAP_TSPREC_USEC
+			     ? wtap_pcap_nsec_file_type_subtype()
+			     : wtap_pcap_file_type_subtype();
+		wtap_dump_params_init(&o->params, in->wth);
+	}
+	o->params.snaplen = snap_raise(o->params.snaplen ? o->params.snaplen : SNAP_MIN);
+	o->to_stdout = !strcmp(path, "-");
+	if (!o->to_stdout && !stat(path, &st) && !S_ISREG(st.st_mode)) {
+		/* /dev/null, a FIFO: renaming a file onto it would replace it */
+		o->direct = true;
+		snprintf(o->final, sizeof(o->final), "%s", path);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0) {
+			snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+			goto fail;
+		}
+	} else if (!o->to_stdout) {
+		fd = make_temp(o, path, err, errlen);
+		if (fd < 0)
+			goto fail;
+	}
+	switch (pcap_writer_open(o, in, ft, fd)) {
+	case 1:
+		dio_use_libpcap(in);
+		return o;
+	case -1:
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		if (!o->f && fd >= 0)
+			close(fd);
+		goto fail;
+	}
+	if (o->to_stdout)
+		o->wdh = wtap_dump_open_stdout(ft, WTAP_UNCOMPRESSED, &o->params, &e, &info);
+	else
+		o->wdh = wtap_dump_fdopen(fd, ft, WTAP_UNCOMPRESSED, &o->params, &e, &info);
+	if (!o->wdh) {
+		snprintf(err, errlen, "cannot write %s: %s%s%s", path,
+			 e > 0 ? strerror(e) : wtap_strerror(e), info ? ": " : "",
+			 info ? info : "");
+		g_free(info);
+		if (fd >= 0)
+			close(fd);
+		goto fail;
+	}
+	if (add_new_idbs(o, in)) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	return o;
+fail:
+	if (o->wdh)
+		wtap_dump_close(o->wdh, NULL, &e, &info);
+	pcap_writer_close(o);
+	if (tmp_live) {
+		unlink(tmp_path);
+		tmp_live = 0;
+	}
+	params_free(&o->params);
+	free(o);
+	return NULL;
+}
+
+/* Write all of b to o->fd. 0, or -1 with errno. */
+static int write_all(struct dio_out *o, const uint8_t *b, size_t n)
+{
+	while (n) {
+		ssize_t w = write(o->fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			errno = w < 0 ? errno : EIO;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void *wt_main(void *arg)
+{
+	struct dio_out *o = arg;
+	struct wthread *w = &o->wt;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->busy && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (!w->busy)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		int rc = w->err ? 0 : write_all(o, w->buf, w->len), e = errno;
+		pthread_mutex_lock(&w->mu);
+		if (rc && !w->err)
+			w->err = e;
+		w->busy = false;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static void wt_start(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+
+	if (pthread_mutex_init(&w->mu, NULL))
+		return;
+	if (pthread_cond_init(&w->cv, NULL)) {
+		pthread_mutex_destroy(&w->mu);
+		return;
+	}
+	if (pthread_create(&w->th, NULL, wt_main, o)) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		return; /* then the main thread writes */
+	}
+	w->started = true;
+}
+
+/* Until the writer is done with what it was given; its error becomes o's. */
+static void wt_wait(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+
+	if (!w->started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	while (w->busy)
+		pthread_cond_wait(&w->cv, &w->mu);
+	if (w->err && !o->werr)
+		o->werr = w->err;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void wt_stop(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+
+	if (!w->started)
+		return;
+	wt_wait(o);
+	pthread_mutex_lock(&w->mu);
+	w->quit = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	w->started = false;
+}
+
+/* Send what wb holds: to the writer thread (and fill the other buffer
+ * meanwhile), or write it here. 0, or -1 with errno (sticky). */
+static int wb_flush(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+
+	/* The file header pcap_dump_fopen left in the FILE goes first. */
+	if (!o->werr && !o->hdr_out && (pcap_dump_flush(o->pd) || ferror(o->f)))
+		o->werr = errno ? errno : EIO;
+	o->hdr_out = true;
+	if (w->started) {
+		wt_wait(o);
+		if (!o->werr && o->wlen) {
+			pthread_mutex_lock(&w->mu);
+			w->buf = o->wb;
+			w->len = o->wlen;
+			w->busy = true;
+			pthread_cond_broadcast(&w->cv);
+			pthread_mutex_unlock(&w->mu);
+			o->wb = o->wb == o->wbs[0] ? o->wbs[1] : o->wbs[0];
+		}
+	} else if (!o->werr && o->wlen && write_all(o, o->wb, o->wlen)) {
+		o->werr = errno;
+	}
+	o->wlen = 0;
+	errno = o->werr;
+	return o->werr ? -1 : 0;
+}
+
+/* wb_flush while writing (not at close): the first time, OUT has outgrown
+ * OUT_BUF0, so on with two buffers of OUT_BUF and the writer thread (when
+ * there is no memory for them, or no thread, on as before). */
+static int wb_make_room(struct dio_out *o)
+{
+	uint8_t *a, *b;
+
+	if (wb_flush(o))
+		return -1;
+	if (o->grown)
+		return 0;
+	o->grown = true;
+	a = malloc(OUT_BUF);
+	b = a ? malloc(OUT_BUF) : NULL;
+	if (!b) {
+		free(a);
+		return 0;
+	}
+	free(o->wbs[0]);
+	o->wb = o->wbs[0] = a;
+	o->wbs[1] = b;
+	o->wcap = OUT_BUF;
+	wt_start(o);
+	return 0;
+}
+
+/* One pcap record, as pcap_dump writes it (32-bit seconds and fraction). */
+static int wb_record(struct dio_out *o, const struct pcap_pkthdr *h, const uint8_t *data)
+{
+	uint32_t rh[4] = {(uint32_t)h->ts.tv_sec, (uint32_t)h->ts.tv_usec, h->caplen, h->len};
+	size_t n = sizeof(rh) + h->caplen;
+	uint8_t *at = o->wb + o->wlen;
+
+	if (o->werr) {
+		errno = o->werr;
+		return -1;
+	}
+	if (data == at + sizeof(rh)) { /* built in dio_out_room's room */
+		memcpy(at, rh, sizeof(rh));
+		o->wlen += n;
+		return 0;
+	}
+	if (o->wlen + n > o->wcap && wb_make_room(o))
+		return -1;
+	if (n > o->wcap) { /* larger than the buffer: straight out, after the rest */
+		wt_wait(o);
+		if (o->werr) {
+			errno = o->werr;
+			return -1;
+		}
+		if (write_all(o, (const uint8_t *)rh, sizeof(rh)) || write_all(o, data, h->caplen))
+			o->werr = errno;
+		return o->werr ? -1 : 0;
+	}
+	memcpy(o->wb + o->wlen, rh, sizeof(rh));
+	memcpy(o->wb + o->wlen + sizeof(rh), data, h->caplen);
+	o->wlen += n;
+	return 0;
+}
+
+uint8_t *dio_out_room(struct dio_out *o, uint32_t max)
+{
+	if (!o->pd || (size_t)max + PCAP_REC_HDR > OUT_BUF0)
+		return NULL;
+	if (o->wlen + PCAP_REC_HDR + max > o->wcap && wb_make_room(o))
+		return NULL;
+	return o->wb + o->wlen + PCAP_REC_HDR;
+}
+
+/* 0, or -1 with errno. */
+static int pcap_writer_close(struct dio_out *o)
+{
+	int rc = 0;
+
+	if (o->pd) {
+		if (wb_flush(o))
+			rc = -1;
+		wt_stop(o);
+		if (o->werr || pcap_dump_flush(o->pd) || ferror(o->f)) {
+			errno = o->werr ? o->werr : errno;
+			rc = -1;
+		}
+		if (o->f == stdout) {
+			if (fflush(stdout))
+				rc = -1;
+		}
+		pcap_dump_close(o->pd); /* fcloses o->f, stdout included */
+		o->pd = NULL;
+		o->f = NULL;
+	} else if (o->f && o->f != stdout) {
+		fclose(o->f);
+		o->f = NULL;
+	}
+	if (o->pdead)
+		pcap_close(o->pdead);
+	o->pdead = NULL;
+	wt_stop(o); /* a writer opened part way */
+	free(o->wbs[0]);
+	free(o->wbs[1]);
+	o->wb = o->wbs[0] = o->wbs[1] = NULL;
+	return rc;
+}
+
+bool dio_out_is_pcapng(const struct dio_out *out)
+{
+	return out->pcapng;
+}
+
+/* Write a record. A packet that holds more bytes than it says it had on
+ * the wire (a damaged input, or a format that allows it) is written to
+ * pcap with its length raised to its captured length: pcap readers take
+ * caplen > len for a record header of another pcap variant (wiretap
+ * guesses the variant from the first records so), and would read the
+ * file written as something else. */
+static int dump(struct dio_out *o, const wtap_rec *rec, const uint8_t *data)
+{
+	int e = 0;
+	gchar *info = NULL;
+
+	if (o->pd) {
+		struct pcap_pkthdr h;
+
+		if (rec->rec_type != REC_TYPE_PACKET) {
+			o->skipped++;
+			return 0;
+		}
+		h.ts.tv_sec = rec->ts.secs;
+		h.ts.tv_usec = (suseconds_t)(o->nsec ? rec->ts.nsecs : rec->ts.nsecs / 1000);
+		h.caplen = rec->rec_header.packet_header.caplen;
+		h.len = rec->rec_header.packet_header.len;
+		if (h.len < h.caplen)
+			h.len = h.caplen;
+		return wb_record(o, &h, data);
+	}
+	if (!o->pcapng && rec->rec_type == REC_TYPE_PACKET &&
+	    rec->rec_header.packet_header.len < rec->rec_header.packet_header.caplen) {
+		wtap_rec r = *rec; /* shallow: nothing of it is freed through r */
+
+		r.rec_header.packet_header.len = r.rec_header.packet_header.caplen;
+		return dump(o, &r, data);
+	}
+	if (wtap_dump(o->wdh, rec, data, &e, &info))
+		return 0;
+	g_free(info);
+	if (e == WTAP_ERR_UNWRITABLE_REC_TYPE || e == WTAP_ERR_UNWRITABLE_ENCAP ||
+	    e == WTAP_ERR_ENCAP_PER_PACKET_UNSUPPORTED) {
+		o->skipped++;
+		return 0;
+	}
+	errno = e > 0 ? e : EIO;
+	return -1;
+}
+
+int dio_write_same(struct dio_out *out, struct dio_in *in)
+{
+	if (add_new_idbs(out, in))
+		return -1;
+	return dump(out, &in->rec, in->data);
+}
+
+int dio_write_frame(struct dio_out *out, struct dio_in *in, const uint8_t *data, uint32_t len,
+		    uint64_t ts_ns)
+{
+	wtap_rec r = in->rec; /* shallow: nothing of it is freed through r */
+
+	if (add_new_idbs(out, in))
+		return -1;
+	r.block = NULL; /* the fragment's comments and flags are not the datagram's */
+	r.block_was_modified = FALSE;
+	r.rec_header.packet_header.caplen = len;
+	r.rec_header.packet_header.len = len;
+	if (ts_ns) {
+		r.ts.secs = (time_t)(ts_ns / 1000000000ull);
+		r.ts.nsecs = (int)(ts_ns % 1000000000ull);
+	}
+	return dump(out, &r, data);
+}
+
+int dio_write_frame_on(struct dio_out *out, struct dio_in *in, uint32_t iface, int dlt,
+		       const uint8_t *data, uint32_t len, uint64_t ts_ns)
+{
+	wtap_rec r = in->rec;
+
+	if (add_new_idbs(out, in))
+		return -1;
+	r.rec_type = REC_TYPE_PACKET;
+	r.block = NULL;
+	r.block_was_modified = FALSE;
+	r.rec_header.packet_header.caplen = len;
+	r.rec_header.packet_header.len = len;
+	if (out->pcapng) {
+		r.presence_flags |= WTAP_HAS_INTERFACE_ID;
+		r.rec_header.packet_header.interface_id = iface;
+		if (dlt >= 0)
+			r.rec_header.packet_header.pkt_encap = wtap_pcap_encap_to_wtap_encap(dlt);
+	}
+	if (ts_ns) {
+		r.ts.secs = (time_t)(ts_ns / 1000000000ull);
+		r.ts.nsecs = (int)(ts_ns % 1000000000ull);
+	}
+	return dump(out, &r, data);
+}
+
+uint64_t dio_out_skipped(const struct dio_out *out)
+{
+	return out->skipped;
+}
+
+int dio_close_out(struct dio_out *o, bool commit, char *err, size_t errlen)
+{
+	int e = 0, rc = 0;
+	gchar *info = NULL;
+
+	if (!o)
+		return 0;
+	if (o->pd) {
+		if (pcap_writer_close(o)) {
+			if (commit)
+				snprintf(err, errlen, "cannot write %s: %s",
+					 o->to_stdout ? "stdout" : o->final, strerror(errno));
+			commit = false;
+			rc = -1;
+		}
+	} else if (!wtap_dump_close(o->wdh, NULL, &e, &info)) {
+		if (commit)
+			snprintf(err, errlen, "cannot write %s: %s",
+				 o->to_stdout ? "stdout" : o->final,
+				 e > 0 ? strerror(e) : wtap_strerror(e));
+		g_free(info);
+		commit = false;
+		rc = -1;
+	}
+	if (!o->to_stdout && !o->direct) {
+		if (commit && rename(tmp_path, o->final)) {
+			snprintf(err, errlen, "cannot write %s: %s", o->final, strerror(errno));
+			rc = -1;
+			commit = false;
+		}
+		if (!commit)
+			unlink(tmp_path);
+		tmp_live = 0;
+	}
+	params_free(&o->params);
+	free(o);
+	return rc;
+}
