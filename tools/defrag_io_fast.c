@@ -22,7 +22,6 @@
 
 #include "defrag_io_internal.h"
 
-
 /* The file is read in chunks by a reader thread, a few ahead of the
  * records being parsed, so the kernel's copy out of the page cache
  * overlaps the reassembly. A chunk has room in front of its data for the

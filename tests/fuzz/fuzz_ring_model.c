@@ -54,6 +54,13 @@ static struct mframe done_q[MAXQ], cur;
 static unsigned dq_head, dq_n;
 static struct fifo out_q, tx_own, tx_redir;
 static unsigned processed; /* frames handled in the current clean */
+/* The model's frame bytes, for one input: a frame in progress grows at the
+ * top (it is the last thing put there), a finished one stays where it is.
+ * 200 operations of at most RXP_GEN_FRAME_MAX + 64 bytes fit. With
+ * realloc and free per descriptor instead, malloc (and libFuzzer's malloc
+ * hooks) was a quarter of the target's time. */
+static uint8_t arena[4u << 20];
+static size_t arena_top;
 static uint8_t xbuf[1 << 18];
 
 static void fifo_push(struct fifo *f, struct expect e)
@@ -82,14 +89,16 @@ static bool eligible(const struct mframe *m)
 static void m_desc(const uint8_t *d, uint32_t len, bool eop)
 {
 	if (len) {
-		cur.b = realloc(cur.b, cur.len + len);
-		FZ_CHECK(cur.b);
+		if (!cur.b)
+			cur.b = arena + arena_top;
+		FZ_CHECK(arena_top + cur.len + len <= sizeof(arena));
 		memcpy(cur.b + cur.len, d, len);
 		cur.len += len;
 		cur.nbufs++;
 	}
 	if (!eop)
 		return;
+	arena_top += cur.len;
 	FZ_CHECK(dq_n < MAXQ);
 	done_q[(dq_head + dq_n++) % MAXQ] = cur;
 	memset(&cur, 0, sizeof(cur));
@@ -122,7 +131,7 @@ static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
 
 	/* frames the ring drops without asking come first */
 	while (dq_n && !eligible(&done_q[dq_head]))
-		free(m_pop().b);
+		(void)m_pop();
 	m = m_pop();
 	FZ_CHECK(rxp_xdp_len(x) == m.len && m.len <= sizeof(xbuf));
 	memcpy(xbuf, x->data, lin);
@@ -163,7 +172,6 @@ static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
 		x->redirect = ctx;
 	switch (op & 7) {
 	case 0:
-		free(m.b);
 		return RXP_XDP_DROP;
 	case 1:
 	case 2:
@@ -171,14 +179,10 @@ static enum rxp_xdp_action prog(struct rxp_xdp_buff *x, void *ctx)
 		/* queued unless that ring is full (then dropped) */
 		if (rxp_txring_space(tx))
 			fifo_push(tx == redir ? &tx_redir : &tx_own, e);
-		else
-			free(m.b);
 		return (op & 7) == 1 ? RXP_XDP_TX : RXP_XDP_REDIRECT;
 	case 3:
-		free(m.b);
 		return RXP_XDP_ABORTED;
 	case 4:
-		free(m.b);
 		return (enum rxp_xdp_action)99;
 	default:
 		fifo_push(&out_q, e);
@@ -199,7 +203,6 @@ static void sink(void *ctx, const struct rxp_tx_seg *segs, unsigned nsegs, uint3
 	}
 	FZ_CHECK(n == len);
 	match(&e, xbuf, n);
-	free(e.b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -226,6 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&tx_redir, 0, sizeof(tx_redir));
 	dq_head = dq_n = 0;
 	memset(&cur, 0, sizeof(cur));
+	arena_top = 0;
 	redir = rxp_txring_create(8);
 	rc.count = 4 + (cfg & 0x3f);
 	rc.buf_size = bufs[(cfg >> 7) & 3];
@@ -286,8 +290,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (eligible(&m)) {
 					FZ_CHECK(!xdp); /* the program should have seen it */
 					fifo_push(&out_q, (struct expect){m.b, 0, m.len, 0, 0});
-				} else {
-					free(m.b);
 				}
 			}
 			FZ_CHECK(processed == done && nout == out_q.n);
@@ -298,7 +300,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					 !rxp_pkt_copy_bits(out[i], 0, xbuf, out[i]->len));
 				FZ_CHECK(out[i]->len == rxp_pkt_headlen(out[i]) + out[i]->data_len);
 				match(&e, xbuf, out[i]->len);
-				free(e.b);
 				rxp_pkt_consume(out[i]);
 			}
 		} else {
@@ -309,15 +310,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* what the hardware side never sent is completed unsent */
 	while (tx_own.n)
-		free(fifo_pop(&tx_own).b);
+		(void)fifo_pop(&tx_own);
 	while (tx_redir.n)
-		free(fifo_pop(&tx_redir).b);
+		(void)fifo_pop(&tx_redir);
 	rxp_txring_destroy(redir);
 	FZ_CHECK(rxp_rxring_destroy(ring) == pages.held); /* a page leaked */
 	fz_ring_pages_quiet(pages);
 	while (dq_n)
-		free(m_pop().b);
-	free(cur.b);
+		(void)m_pop();
 	fz_pool_quiet(pp);
 	return 0;
 }
