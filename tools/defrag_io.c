@@ -210,7 +210,15 @@ int dio_read(struct dio_in *in, struct dio_rec *r)
 	r->data = in->data = ws_buffer_start_ptr(&in->buf);
 	r->dlt = -1;
 	dio_ts_carry(&in->rec);
-	if (in->rec.presence_flags & WTAP_HAS_TS && in->rec.ts.secs >= 0)
+	/* pcap and pcapng count time from 1970 and cannot hold an earlier
+	 * one (a Savvius classic capture's 1904, a damaged file): written as
+	 * it was, it came back decades on. Such a record is read, written and
+	 * reported at 0. */
+	if (in->rec.ts.secs < 0) {
+		in->rec.ts.secs = 0;
+		in->rec.ts.nsecs = 0;
+	}
+	if (in->rec.presence_flags & WTAP_HAS_TS)
 		r->ts_ns = (uint64_t)in->rec.ts.secs * 1000000000ull + (uint64_t)in->rec.ts.nsecs;
 	if (in->rec.rec_type == REC_TYPE_PACKET) {
 		const wtap_packet_header *ph = &in->rec.rec_header.packet_header;
