@@ -26,6 +26,7 @@
 
 #include "defrag_io_internal.h"
 
+#define TS_SECS_MAX 18446744072ll /* whole seconds pcapng holds in nanoseconds */
 #define DLT_SCAN 512 /* pcap link-type values looked up to build the map */
 
 int dio_encap_dlt[ENCAP_MAX];
@@ -211,10 +212,11 @@ int dio_read(struct dio_in *in, struct dio_rec *r)
 	r->dlt = -1;
 	dio_ts_carry(&in->rec);
 	/* pcap and pcapng count time from 1970 and cannot hold an earlier
-	 * one (a Savvius classic capture's 1904, a damaged file): written as
-	 * it was, it came back decades on. Such a record is read, written and
-	 * reported at 0. */
-	if (in->rec.ts.secs < 0) {
+	 * one (a Savvius classic capture's 1904, a damaged file), nor pcapng
+	 * one past its 64-bit count of nanoseconds (2554; a damaged Savvius
+	 * record said the year 584180): written as it was, it came back as
+	 * another time. Such a record is read, written and reported at 0. */
+	if (in->rec.ts.secs < 0 || in->rec.ts.secs > TS_SECS_MAX) {
 		in->rec.ts.secs = 0;
 		in->rec.ts.nsecs = 0;
 	}
