@@ -155,11 +155,15 @@ static int make_temp(struct dio_out *o, const char *path, char *err, size_t errl
 
 static void wt_start(struct dio_out *o);
 
-/* A small OUT is written from one buffer of OUT_BUF0, at close, by this
- * thread; once OUT outgrows it, from two of OUT_BUF, one filled while a
- * writer thread writes the other. Both hold a frame of DFR_OUT_MAX. A
- * small capture then costs no 4 MiB of buffers and no thread (they were
- * most of fuzz_dio's time). */
+/* A small OUT is written from one buffer, at close, by this thread; once
+ * OUT outgrows it, from two of OUT_BUF, one filled while a writer thread
+ * writes the other. The one buffer is OUT_BUF_SMALL until a frame is to be
+ * built in it (dio_out_room), then OUT_BUF0; OUT_BUF0 and OUT_BUF hold a
+ * frame of DFR_OUT_MAX. A small capture then costs no 4 MiB of buffers and
+ * no thread (they were most of fuzz_dio's time), and one copied through
+ * (fuzz_dio's) not even the 512 KiB: under ASan a buffer over 128 KiB is
+ * mapped and unmapped each time. */
+#define OUT_BUF_SMALL (64u << 10)
 #define OUT_BUF0 (512u << 10)
 #define OUT_BUF (2u << 20)
 _Static_assert(DFR_OUT_MAX + PCAP_REC_HDR <= OUT_BUF0, "a frame fits the first buffer");
@@ -209,8 +213,8 @@ static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd
 							o->nsec ? PCAP_TSTAMP_PRECISION_NANO
 								: PCAP_TSTAMP_PRECISION_MICRO);
 	o->f = fd >= 0 ? fdopen(fd, "wb") : stdout;
-	o->wb = o->wbs[0] = malloc(OUT_BUF0);
-	o->wcap = OUT_BUF0;
+	o->wb = o->wbs[0] = malloc(OUT_BUF_SMALL);
+	o->wcap = OUT_BUF_SMALL;
 	if (!o->pdead || !o->f || !o->wbs[0]) {
 		errno = ENOMEM;
 		return -1;
@@ -529,6 +533,14 @@ uint8_t *dio_out_room(struct dio_out *o, uint32_t max)
 {
 	if (!o->pd || (size_t)max + PCAP_REC_HDR > OUT_BUF0)
 		return NULL;
+	if (!o->grown && o->wcap < OUT_BUF0) {
+		uint8_t *b = realloc(o->wbs[0], OUT_BUF0);
+
+		if (!b)
+			return NULL;
+		o->wb = o->wbs[0] = b;
+		o->wcap = OUT_BUF0;
+	}
 	if (o->wlen + PCAP_REC_HDR + max > o->wcap && wb_make_room(o))
 		return NULL;
 	return o->wb + o->wlen + PCAP_REC_HDR;
