@@ -31,6 +31,13 @@
 
 int dio_encap_dlt[ENCAP_MAX];
 
+static const int written_as[][2] = {
+	{WTAP_ENCAP_IEEE_802_11_WITH_RADIO, 105 /* DLT_IEEE802_11 */},
+	{WTAP_ENCAP_FRELAY_WITH_PHDR, 107 /* DLT_FRELAY */},
+	{WTAP_ENCAP_FDDI_BITSWAPPED, 10 /* DLT_FDDI */},
+	{WTAP_ENCAP_NETTL_FDDI, 10},
+};
+
 static void wiretap_init_once(void)
 {
 	static bool done;
@@ -51,6 +58,15 @@ static void wiretap_init_once(void)
 		if (e > WTAP_ENCAP_UNKNOWN && e < ENCAP_MAX)
 			dio_encap_dlt[e] = d;
 	}
+	/* Encapsulations no link type reads as, which wiretap's pcap and
+	 * pcapng writers write as another, dropping their pseudo-header (its
+	 * wtap_wtap_encap_to_pcap_encap, not exported): their frames are that
+	 * link type's, and OUT says so. fuzz_dio found 802.11 with radio
+	 * information (a Savvius capture) reported as no link type and read
+	 * back as DLT_IEEE802_11. */
+	for (unsigned i = 0; i < sizeof(written_as) / sizeof(written_as[0]); i++)
+		if (dio_encap_dlt[written_as[i][0]] < 0)
+			dio_encap_dlt[written_as[i][0]] = written_as[i][1];
 }
 
 struct dio_in *dio_open_in(const char *path, char *err, size_t errlen)
