@@ -71,8 +71,11 @@ struct rxp_gen;
 struct rxp_gen *rxp_gen_create(const struct rxp_gen_config *cfg);
 void rxp_gen_destroy(struct rxp_gen *g);
 /* The next Ethernet frame (padded to 60 bytes) into buf: 0, -ENODATA when
- * count datagrams are done, -ENOSPC if cap is too small. */
+ * count datagrams are done, -ENOSPC if cap is too small, -EAGAIN after
+ * RXP_GEN_LOST_RUN_MAX frames in a row were lost (the loss rate: nothing
+ * this time, the stream goes on at the next call). */
 int rxp_gen_next(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len);
+#define RXP_GEN_LOST_RUN_MAX 4096u
 void rxp_gen_get_stats(const struct rxp_gen *g, struct rxp_gen_stats *st);
 /* What a frame is, for sources that account for every datagram. */
 struct rxp_gen_frame {
@@ -96,6 +99,8 @@ void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x);
 
 /* A frame source the sim NIC can replay: the generator or a pcap file. */
 struct rxp_src {
+	/* 0 and a frame; -EAGAIN: none this time (the sim NIC asks again at
+	 * its next poll); another negative errno: the source's end or error. */
 	int (*next)(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len);
 	void (*close)(struct rxp_src *s);
 	/* Optional: the frame next() gave last was dropped by the sim NIC's

@@ -461,6 +461,8 @@ static struct gen_slot *turn(struct rxp_gen *g)
 int rxp_gen_next_ex(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len,
 		    struct rxp_gen_frame *info, bool report_lost)
 {
+	unsigned skipped = 0;
+
 	if (cap < g->cfg.mtu + RXP_ETH_HLEN)
 		return -ENOSPC;
 	for (;;) {
@@ -497,8 +499,14 @@ int rxp_gen_next_ex(struct rxp_gen *g, uint8_t *buf, uint32_t cap, uint32_t *len
 				g->st.damaged++;
 		}
 		g->cur = g->cur + 1 == g->nslots ? 0 : g->cur + 1;
-		if (lost && !report_lost)
+		/* A high loss rate (1: all) must not make one call endless:
+		 * after a run of lost frames the caller hears -EAGAIN and may
+		 * come back (a sim NIC: at its next poll). */
+		if (lost && !report_lost) {
+			if (++skipped == RXP_GEN_LOST_RUN_MAX)
+				return -EAGAIN;
 			continue;
+		}
 		if (!lost)
 			g->st.bytes += n;
 		*len = n;

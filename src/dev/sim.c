@@ -93,8 +93,8 @@ static void hw_rx(struct sim *s, struct simq *sq, unsigned q, unsigned n)
 		int rc;
 
 		rc = next_frame(s, sq, q, &budget);
-		if (rc == SKIP_SPENT)
-			break;
+		if (rc == SKIP_SPENT || rc == -EAGAIN)
+			break; /* nothing more this poll; the source goes on */
 		if (rc) {
 			sq->eof = true;
 			break;

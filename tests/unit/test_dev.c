@@ -487,6 +487,40 @@ static void test_sim_poll_bounded(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* A generator that loses every frame and never ends (loss=1, count=0)
+ * answers -EAGAIN after a bounded run of lost frames instead of looping
+ * for ever, and a sim NIC on it returns from each poll with nothing, so
+ * a worker's poll loop (and --duration) keeps going. Found by reading a
+ * fuzz_dev_spec process stuck in one input ("sim:loss=1"). */
+static void test_gen_all_lost_bounded(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_gen_config gc = {.seed = 9, .loss = 1.0};
+	struct rxp_gen *g = rxp_gen_create(&gc);
+	struct rxp_gen_stats st;
+	struct rxp_dev *d;
+	uint8_t buf[RXP_GEN_FRAME_MAX];
+	uint32_t len;
+
+	(void)state;
+	assert_non_null(g);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rxp_gen_next(g, buf, sizeof(buf), &len), -EAGAIN);
+	rxp_gen_get_stats(g, &st);
+	assert_int_equal(st.lost, 3 * RXP_GEN_LOST_RUN_MAX);
+	assert_int_equal(st.frames, st.lost);
+	rxp_gen_destroy(g);
+	d = rxp_dev_open("sim:loss=1,count=0", pp);
+	assert_non_null(d);
+	for (int i = 0; i < 4; i++) {
+		struct rxp_pkt *pk[8];
+
+		assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 8), 0);
+	}
+	assert_int_equal(rxp_dev_close(d), 0);
+	rxpt_pktpool_teardown(pp);
+}
+
 /* capture(sim) writes a pcap; the pcap device and the sim's pcap replay
  * both read back exactly the generator's frames. */
 static void test_capture_and_pcap(void **state)
@@ -691,6 +725,7 @@ int main(void)
 		cmocka_unit_test(test_fault_wrapper),
 		cmocka_unit_test(test_fault_bad_config),
 		cmocka_unit_test(test_sim_poll_bounded),
+		cmocka_unit_test(test_gen_all_lost_bounded),
 		cmocka_unit_test(test_capture_and_pcap),
 		cmocka_unit_test(test_pcap_raw_and_pcapng),
 		cmocka_unit_test(test_pcap_time_after_2038),
