@@ -7,17 +7,11 @@
  * defrag_io_out.c.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <pcap/pcap.h>
 #include <wiretap/pcap-encap.h>

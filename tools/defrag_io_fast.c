@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
