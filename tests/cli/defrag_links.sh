@@ -72,6 +72,18 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ "$n" -ge 5 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
+# dumpcap says "Capturing on" before it opens the interface, so the line
+# alone lets the first datagram go by uncaptured on a loaded machine. Wait
+# for the packet sockets themselves: four in B, one in A (/proc/net/packet
+# is per namespace; its first line is a header).
+socks() { ip netns exec "$1" cat /proc/net/packet | tail -n +2 | wc -l; }
+for _ in $(seq 100); do
+	[ "$(socks $B)" -ge 4 ] && [ "$(socks $A)" -ge 1 ] && break
+	sleep 0.1
+done
+[ "$(socks $B)" -ge 4 ] && [ "$(socks $A)" -ge 1 ] ||
+	{ echo "FAIL: capture sockets did not open ($(socks $B) in B, $(socks $A) in A)"; exit 1; }
+sleep 0.5 # each tool sets its ring up after it binds
 ip netns exec $A $PY - <<'EOF' || { echo "FAIL: send"; exit 1; }
 import socket, time
 def send(fam, dst, sizes):
@@ -84,7 +96,7 @@ send(socket.AF_INET6, "fd21::2", (3000, 4000, 1200, 5000, 20000))
 send(socket.AF_INET, "127.0.0.1", (3000, 1200, 9000))
 send(socket.AF_INET6, "::1", (3000, 1200, 9000))
 EOF
-sleep 1
+sleep 2 # a TPACKET_V3 block not yet retired at SIGINT is lost
 for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
 for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
 PIDS=()
