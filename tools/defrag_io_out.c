@@ -68,6 +68,7 @@ struct dio_out {
 /* The temporary file being written, removed by the signal handler. */
 static char tmp_path[PATH_MAX];
 static volatile sig_atomic_t tmp_live;
+static bool handlers_set;
 
 static void on_fatal_signal(int sig)
 {
@@ -143,11 +144,14 @@ static int make_temp(struct dio_out *o, const char *path, char *err, size_t errl
 	umask(mask);
 	if (fchmod(fd, stat(o->final, &st) ? 0666 & ~mask : st.st_mode & 07777))
 		(void)0; /* the data is what matters; keep 0600 */
-	signal(SIGINT, on_fatal_signal);
-	signal(SIGTERM, on_fatal_signal);
-	signal(SIGHUP, on_fatal_signal);
-	signal(SIGPIPE, on_fatal_signal);
-	signal(SIGBUS, on_fatal_signal); /* a mapped IN that shrank (map_file) */
+	if (!handlers_set) { /* they stay until one fires, and it ends the process */
+		signal(SIGINT, on_fatal_signal);
+		signal(SIGTERM, on_fatal_signal);
+		signal(SIGHUP, on_fatal_signal);
+		signal(SIGPIPE, on_fatal_signal);
+		signal(SIGBUS, on_fatal_signal); /* a mapped IN that shrank (map_file) */
+		handlers_set = true;
+	}
 	return fd;
 }
 
@@ -167,8 +171,24 @@ static void wt_start(struct dio_out *o);
 _Static_assert(DFR_OUT_MAX + PCAP_REC_HDR <= OUT_BUF0, "a frame fits the first buffer");
 
 /* The link type libpcap writes in a file's header for dlt (its DLT_ to
- * LINKTYPE_ map is not exported): -1 when it writes none. */
+ * LINKTYPE_ map is not exported): -1 when it writes none. Asked by
+ * writing a header into memory, once per dlt below LT_CACHE (each output
+ * asks: fuzz_dio opens one per input). */
+#define LT_CACHE 1024
+static int pcap_linktype_ask(int dlt);
+
 static int pcap_linktype_of(int dlt)
+{
+	static int cache[LT_CACHE]; /* the answer + 2; 0: not asked yet */
+
+	if (dlt < 0 || dlt >= LT_CACHE)
+		return pcap_linktype_ask(dlt);
+	if (!cache[dlt])
+		cache[dlt] = pcap_linktype_ask(dlt) + 2;
+	return cache[dlt] - 2;
+}
+
+static int pcap_linktype_ask(int dlt)
 {
 	pcap_t *p = pcap_open_dead(dlt, 65535);
 	char *mem = NULL;

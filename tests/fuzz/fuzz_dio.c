@@ -150,6 +150,22 @@ static int fz_read_wth(struct dio_in *bin, struct seen *v, enum dio_end *end)
 	return n;
 }
 
+/* LeakSanitizer: leaks of wiretap's record buffers are not reported.
+ * Debian's libwiretap 4.0.17 loses one 2 KiB buffer (ws_buffer_init under
+ * wtap_read) on some damaged gzip-compressed pcapng files
+ * (regress-leak-ba59dec6d0ace4e1 in the corpus); valgrind shows the same
+ * loss in rxpath defrag itself, with no code of ours on the stack. ASan's
+ * fast unwinder stops at ws_buffer_init (libwsutil has no frame pointers),
+ * so "libwiretap" cannot be matched and the rule names ws_buffer_init: it
+ * also hides a Buffer of ours left unfreed. Ours are in->buf and in->rec's
+ * (made in dio_open_in, let go in dio_close_in) and fz_read_wth's two.
+ * Every other leak is reported. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:ws_buffer_init\n";
+}
+
 static void fz_cleanup(void)
 {
 	unlink(inpath);
