@@ -17,6 +17,25 @@
 
 RXP_BEGIN_DECLS
 
+/* A 32-bit big-endian field at any alignment (the generator's payload
+ * header, which the sim NIC, the ledger and the workload all read). */
+static inline uint32_t rxp_get_be32(const void *at)
+{
+	const uint8_t *p = (const uint8_t *)at;
+
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void rxp_put_be32(void *at, uint32_t v)
+{
+	uint8_t *p = (uint8_t *)at;
+
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
 #define RXP_ETH_HLEN 14
 #define RXP_ETH_P_IP 0x0800
 #define RXP_ETH_P_IPV6 0x86dd

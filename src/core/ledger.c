@@ -169,17 +169,12 @@ void rxp_ledger_sent_twin(struct rxp_ledger *l, unsigned q)
 	l->q[q].frames++;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* A generator payload header in these 8 bytes: its seq. */
 static bool payload_seq(const uint8_t *h, uint32_t *seq)
 {
-	if (get32(h) != RXP_GEN_MAGIC)
+	if (rxp_get_be32(h) != RXP_GEN_MAGIC)
 		return false;
-	*seq = get32(h + 4);
+	*seq = rxp_get_be32(h + 4);
 	return true;
 }
 
@@ -303,7 +298,7 @@ static bool place_v6(struct rxp_ledger *l, unsigned q, const uint8_t *h, uint32_
 		lost(l, seq, reason);
 		return true;
 	}
-	v = get32(h + RXP_IPV6_HLEN + 4);
+	v = rxp_get_be32(h + RXP_IPV6_HLEN + 4);
 	if (h[9] == 1 + 2 * LED_STD_NET && flow < LED_STD_FLOWS)
 		v = __atomic_load_n(&lq->std[flow * STD_SLOTS + v % STD_SLOTS], __ATOMIC_RELAXED);
 	else if (h[9] == 1 + 2 * LED_JUMBO_NET && flow < LED_JUMBO_FLOWS)

@@ -181,11 +181,6 @@ static int tipc_refill(struct wl *w)
 	return rxp_tipc_udp_build(w->tpp, peer, &msgs, &w->tipc_out) < 0 ? -ENOMEM : 0;
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* The messages a TIPC frame (at its TIPC header, n bytes) carries, for the
  * ledger: a bundle's, a fragment chain's one (named by its first
  * fragment), or a message's own. Each payload begins with its header. */
@@ -202,10 +197,10 @@ static void tipc_info(struct wl *w, const uint8_t *t, uint32_t n, struct finfo *
 			uint32_t sz = rxp_tipc_size(m);
 
 			if (sz < rxp_tipc_hsize(m) + 8 || off + sz > n ||
-			    get32(m + rxp_tipc_hsize(m)) != RXP_GEN_MAGIC)
+			    rxp_get_be32(m + rxp_tipc_hsize(m)) != RXP_GEN_MAGIC)
 				break;
 			if (!fi->n++)
-				fi->seq = get32(m + rxp_tipc_hsize(m) + 4);
+				fi->seq = rxp_get_be32(m + rxp_tipc_hsize(m) + 4);
 			off += (sz + 3) & ~3u;
 		}
 	} else if (rxp_tipc_user(t) == RXP_TIPC_MSG_FRAGMENTER) {
@@ -213,13 +208,13 @@ static void tipc_info(struct wl *w, const uint8_t *t, uint32_t n, struct finfo *
 
 		if (type == RXP_TIPC_FIRST_FRAGMENT && n >= hs + RXP_TIPC_MIN_H_SIZE &&
 		    n >= hs + rxp_tipc_hsize(t + hs) + 8 &&
-		    get32(t + hs + rxp_tipc_hsize(t + hs)) == RXP_GEN_MAGIC)
-			w->tipc_frag_seq = get32(t + hs + rxp_tipc_hsize(t + hs) + 4);
+		    rxp_get_be32(t + hs + rxp_tipc_hsize(t + hs)) == RXP_GEN_MAGIC)
+			w->tipc_frag_seq = rxp_get_be32(t + hs + rxp_tipc_hsize(t + hs) + 4);
 		fi->seq = w->tipc_frag_seq;
 		fi->n = 1;
 		fi->last = type == RXP_TIPC_LAST_FRAGMENT;
-	} else if (n >= hs + 8 && get32(t + hs) == RXP_GEN_MAGIC) {
-		fi->seq = get32(t + hs + 4);
+	} else if (n >= hs + 8 && rxp_get_be32(t + hs) == RXP_GEN_MAGIC) {
+		fi->seq = rxp_get_be32(t + hs + 4);
 		fi->n = 1;
 	}
 }

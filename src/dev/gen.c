@@ -96,19 +96,6 @@ static uint32_t payload_hash(const uint8_t *p, uint32_t n, uint32_t seq)
 	return (uint32_t)(t ^ (t >> 32));
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /* Payload bytes per fragment of a datagram of family v6 that does not fit
  * one frame (a multiple of 8), and whether l4_len bytes need fragments. */
 static uint32_t frag_room(const struct rxp_gen *g, bool v6)
@@ -193,9 +180,10 @@ void rxp_gen_get_stats(const struct rxp_gen *g, struct rxp_gen_stats *st)
 
 int rxp_gen_verify(const uint8_t *p, uint32_t len)
 {
-	if (len < RXP_GEN_HDR_LEN || get32(p) != RXP_GEN_MAGIC || get32(p + 8) != len)
+	if (len < RXP_GEN_HDR_LEN || rxp_get_be32(p) != RXP_GEN_MAGIC || rxp_get_be32(p + 8) != len)
 		return -EBADMSG;
-	if (payload_hash(p + RXP_GEN_HDR_LEN, len - RXP_GEN_HDR_LEN, get32(p + 4)) != get32(p + 12))
+	if (payload_hash(p + RXP_GEN_HDR_LEN, len - RXP_GEN_HDR_LEN, rxp_get_be32(p + 4)) !=
+	    rxp_get_be32(p + 12))
 		return -EBADMSG;
 	return 0;
 }
@@ -264,10 +252,10 @@ void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x)
 		memcpy(&w, b + i, n - i);
 	}
 	t = mix(mix(mix(mix(h[0], h[1]), h[2]), h[3]), w ^ ((uint64_t)(n - i) << 56));
-	put32(p, RXP_GEN_MAGIC);
-	put32(p + 4, seq);
-	put32(p + 8, len);
-	put32(p + 12, (uint32_t)(t ^ (t >> 32)));
+	rxp_put_be32(p, RXP_GEN_MAGIC);
+	rxp_put_be32(p + 4, seq);
+	rxp_put_be32(p + 8, len);
+	rxp_put_be32(p + 12, (uint32_t)(t ^ (t >> 32)));
 }
 
 /* Addresses of flow f: 10.x.y.z / fd00::x:y. */
