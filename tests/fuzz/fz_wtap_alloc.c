@@ -47,7 +47,7 @@ static struct {
 	int busy;
 } slot[SLOTS];
 
-static int slot_of(const void *p)
+static int fz_slot_of(const void *p)
 {
 	for (int i = 0; i < SLOTS; i++)
 		if (p && slot[i].p == p)
@@ -55,7 +55,7 @@ static int slot_of(const void *p)
 	return -1;
 }
 
-static void *big_get(size_t n)
+static void *fz_big_get(size_t n)
 {
 	int i;
 
@@ -88,7 +88,7 @@ void g_free(void *p);
 void *g_try_malloc(size_t n)
 {
 	if (n >= BIG)
-		return big_get(n);
+		return fz_big_get(n);
 	return n ? malloc(n) : NULL;
 }
 
@@ -106,7 +106,7 @@ void *g_malloc0(size_t n)
 
 	if (n < BIG)
 		p = n ? calloc(1, n) : NULL;
-	else if ((p = big_get(n)))
+	else if ((p = fz_big_get(n)))
 		memset(p, 0, n);
 	FZ_CHECK(p || !n);
 	return p;
@@ -122,7 +122,7 @@ void *g_malloc_n(size_t count, size_t size)
 
 void *g_realloc(void *p, size_t n)
 {
-	int i = slot_of(p);
+	int i = fz_slot_of(p);
 	void *q;
 
 	if (i < 0) {
@@ -144,7 +144,7 @@ void *g_realloc(void *p, size_t n)
 
 void g_free(void *p)
 {
-	int i = slot_of(p);
+	int i = fz_slot_of(p);
 
 	if (i < 0) {
 		free(p);
