@@ -175,18 +175,6 @@ _Static_assert(DFR_OUT_MAX + PCAP_REC_HDR <= OUT_BUF0, "a frame fits the first b
  * writing a header into memory, once per dlt below LT_CACHE (each output
  * asks: fuzz_dio opens one per input). */
 #define LT_CACHE 1024
-static int pcap_linktype_ask(int dlt);
-
-static int pcap_linktype_of(int dlt)
-{
-	static int cache[LT_CACHE]; /* the answer + 2; 0: not asked yet */
-
-	if (dlt < 0 || dlt >= LT_CACHE)
-		return pcap_linktype_ask(dlt);
-	if (!cache[dlt])
-		cache[dlt] = pcap_linktype_ask(dlt) + 2;
-	return cache[dlt] - 2;
-}
 
 static int pcap_linktype_ask(int dlt)
 {
@@ -211,6 +199,17 @@ static int pcap_linktype_ask(int dlt)
 	if (p)
 		pcap_close(p);
 	return rc;
+}
+
+static int pcap_linktype_of(int dlt)
+{
+	static int cache[LT_CACHE]; /* the answer + 2; 0: not asked yet */
+
+	if (dlt < 0 || dlt >= LT_CACHE)
+		return pcap_linktype_ask(dlt);
+	if (!cache[dlt])
+		cache[dlt] = pcap_linktype_ask(dlt) + 2;
+	return cache[dlt] - 2;
 }
 
 /* Open the libpcap writer on fd (or stdout) when OUT is pcap, its link

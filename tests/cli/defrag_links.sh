@@ -72,10 +72,11 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ "$n" -ge 5 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
-# dumpcap says "Capturing on" before it opens the interface, so the line
-# alone lets the first datagram go by uncaptured on a loaded machine. Wait
-# for the packet sockets themselves: four in B, one in A (/proc/net/packet
-# is per namespace; its first line is a header).
+# A tool's "listening on" or "Capturing on" line does not prove that its
+# socket is open and its ring set up: CI once saw dumpcap miss a datagram
+# the other captures had. Wait for the packet sockets themselves: four in
+# B, one in A (/proc/net/packet is per namespace; its first line is a
+# header).
 socks() { ip netns exec "$1" cat /proc/net/packet | tail -n +2 | wc -l; }
 for _ in $(seq 100); do
 	[ "$(socks $B)" -ge 4 ] && [ "$(socks $A)" -ge 1 ] && break

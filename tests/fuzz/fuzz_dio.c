@@ -113,7 +113,7 @@ static int fz_read_in(struct dio_in *in, struct seen *v, enum dio_end *end)
 
 /* The same for path, opened anew: the count, or -1 when it does not
  * open. */
-static int fz_read_all(const char *path, struct seen *v, enum dio_end *end, bool *pcapng)
+static int fz_read_all(const char *path, struct seen *v, enum dio_end *end)
 {
 	char err[256];
 	struct dio_in *in = dio_open_in(path, err, sizeof(err));
@@ -122,7 +122,6 @@ static int fz_read_all(const char *path, struct seen *v, enum dio_end *end, bool
 	*end = DIO_BAD;
 	if (!in)
 		return -1;
-	*pcapng = dio_in_is_pcapng(in);
 	n = fz_read_in(in, v, end);
 	dio_close_in(in);
 	return n;
@@ -211,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dio_out *out;
 	struct dio_rec r;
 	enum dio_end ea, ec;
-	bool ng_in, ng_out, want_ng = size & 1, dummy, stopped = false, usec_in, other;
+	bool ng_in, ng_out, want_ng = size & 1, stopped = false, usec_in, other;
 	int na, nb = 0, nc, pk = 0, written = 0;
 	int fd;
 
@@ -286,7 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 
 	/* C: what was written, read back: A's packets, in order */
-	nc = fz_read_all(outpath, b, &ec, &dummy);
+	nc = fz_read_all(outpath, b, &ec);
 	/* it opens; wiretap may take a pcap file of odd records for one of
 	 * pcap's variants (rh6_1pcap...) and stop early: what it read must
 	 * still be right, and all of it when it read to the end */

@@ -7,7 +7,7 @@
  * frees them at close. Under ASan a block over 128 KiB is mmap()ed,
  * touched, munmap()ed and its shadow released each time: one open and
  * close of a small pcap took 96 us under ASan against 11 us without it, and
- * fuzz_dio opens wiretap three times per input. With these blocks kept,
+ * fuzz_dio opens wiretap up to twice per input. With these blocks kept,
  * an open takes about 22 us.
  *
  * How: libwiretap reaches glib's allocator and libzstd through the PLT, so
