@@ -72,11 +72,6 @@ struct dio_in *dio_open_in(const char *path, char *err, size_t errlen)
 	struct stat st;
 
 	wiretap_init_once();
-	/* wiretap takes an empty file for an ERF capture with no records */
-	if (strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode) && !st.st_size) {
-		snprintf(err, errlen, "empty file, not a capture");
-		return NULL;
-	}
 	in = calloc(1, sizeof(*in));
 	if (!in) {
 		snprintf(err, errlen, "%s", strerror(errno));
@@ -95,9 +90,24 @@ struct dio_in *dio_open_in(const char *path, char *err, size_t errlen)
 		free(in);
 		return NULL;
 	}
+	/* wiretap takes an empty file for an ERF capture with no records
+	 * (asked only of those: a stat per open saved) */
+	if (wtap_file_type_subtype(in->wth) == wtap_name_to_file_type_subtype("erf") &&
+	    strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode) && !st.st_size) {
+		wtap_close(in->wth);
+		free(in);
+		snprintf(err, errlen, "empty file, not a capture");
+		return NULL;
+	}
+	in->path = strdup(path);
+	if (!in->path) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		wtap_close(in->wth);
+		free(in);
+		return NULL;
+	}
 	wtap_rec_init(&in->rec);
 	ws_buffer_init(&in->buf, 2048);
-	snprintf(in->path, sizeof(in->path), "%s", path);
 	return in;
 }
 
@@ -162,7 +172,7 @@ bool dio_use_libpcap(struct dio_in *in)
 	char err[PCAP_ERRBUF_SIZE];
 	int ft = wtap_file_type_subtype(in->wth);
 
-	if (in->count || !strcmp(in->path, "-") || wtap_get_compression_type(in->wth) ||
+	if (in->count || !in->path || !strcmp(in->path, "-") || wtap_get_compression_type(in->wth) ||
 	    (ft != wtap_pcap_file_type_subtype() && ft != wtap_pcap_nsec_file_type_subtype()))
 		return false;
 	in->pc = pcap_open_offline_with_tstamp_precision(in->path, PCAP_TSTAMP_PRECISION_NANO, err);
@@ -287,5 +297,6 @@ void dio_close_in(struct dio_in *in)
 	wtap_rec_cleanup(&in->rec);
 	ws_buffer_free(&in->buf);
 	wtap_close(in->wth);
+	free(in->path);
 	free(in);
 }

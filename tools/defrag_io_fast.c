@@ -362,7 +362,8 @@ static int map_file(struct fast_in *f, const struct stat *st)
 	m = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
 	if (m == MAP_FAILED)
 		return -1;
-	madvise(m, (size_t)st->st_size, MADV_SEQUENTIAL);
+	if ((size_t)st->st_size > IN_AHEAD) /* read ahead by a thread (below) */
+		madvise(m, (size_t)st->st_size, MADV_SEQUENTIAL);
 	f->map = m;
 	f->map_len = (size_t)st->st_size;
 	f->buf = f->map;
@@ -393,23 +394,21 @@ void dio_fast_open(struct dio_in *in)
 	if (!f)
 		return;
 	f->cur = IN_SLOTS;
-	f->fd = open(in->path, O_RDONLY | O_CLOEXEC);
-	/* A regular file (a FIFO cannot be opened twice), its header what
-	 * libpcap read; the records start after it. */
-	if (f->fd < 0 || fstat(f->fd, &st) || !S_ISREG(st.st_mode) ||
-	    pread(f->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
-	    lseek(f->fd, PCAP_FILE_HDR, SEEK_SET) != (off_t)PCAP_FILE_HDR) {
+	/* The file libpcap opened (a descriptor of its own, not the path
+	 * again), a regular file (what libpcap read of a FIFO is gone), its
+	 * header what libpcap read; the records start after it. */
+	f->fd = pcap_file(in->pc) ? fcntl(fileno(pcap_file(in->pc)), F_DUPFD_CLOEXEC, 0) : -1;
+	if (f->fd < 0 || fstat(f->fd, &st) || !S_ISREG(st.st_mode)) {
 		dio_fast_close(f);
 		return;
 	}
-	memcpy(&magic, hdr, sizeof(magic));
-	if (pcap_is_swapped(in->pc))
-		magic = __builtin_bswap32(magic);
-	if (magic != PCAP_MAGIC_USEC && magic != PCAP_MAGIC_NSEC) {
+	if (!map_file(f, &st)) {
+		memcpy(hdr, f->map, sizeof(hdr));
+	} else if (pread(f->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+		   lseek(f->fd, PCAP_FILE_HDR, SEEK_SET) != (off_t)PCAP_FILE_HDR) {
 		dio_fast_close(f);
 		return;
-	}
-	if (map_file(f, &st)) {
+	} else {
 		for (unsigned i = 0; i < IN_SLOTS; i++)
 			if (!(f->slot[i].mem = malloc(IN_PAD + IN_CHUNK)))
 				nomem = true;
@@ -418,6 +417,13 @@ void dio_fast_open(struct dio_in *in)
 			return;
 		}
 		posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	}
+	memcpy(&magic, hdr, sizeof(magic));
+	if (pcap_is_swapped(in->pc))
+		magic = __builtin_bswap32(magic);
+	if (magic != PCAP_MAGIC_USEC && magic != PCAP_MAGIC_NSEC) {
+		dio_fast_close(f);
+		return;
 	}
 	if (!pthread_mutex_init(&f->mu, NULL)) {
 		if (pthread_cond_init(&f->cv, NULL))

@@ -40,7 +40,7 @@ struct dio_in {
 	 * as wiretap gives it (libpcap cuts it to the snapshot). */
 	struct fast_in *fast;
 	const uint8_t *data; /* the record last read */
-	char path[PATH_MAX];
+	char *path; /* IN's, for libpcap (malloc()ed: most are short) */
 	uint64_t count;
 	enum dio_end end;
 	char why[256];
@@ -72,5 +72,11 @@ void dio_fast_close(struct fast_in *f);
 /* Switch a plain pcap file not yet read from to libpcap (or read_fast);
  * false if it is not one (then wiretap goes on). */
 bool dio_use_libpcap(struct dio_in *in);
+
+/* Whether OUT is a pcap file written by rxpath's own record writer (with
+ * libpcap's header), not by wiretap's: its records are the frames' bytes
+ * alone, as libpcap reads them back (wiretap writes some link types'
+ * pseudo-headers into the record). */
+bool dio_out_by_libpcap(const struct dio_out *out);
 
 #endif

@@ -229,7 +229,23 @@ static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd
 	o->pdead = pcap_open_dead_with_tstamp_precision(dio_encap_dlt[encap], o->params.snaplen,
 							o->nsec ? PCAP_TSTAMP_PRECISION_NANO
 								: PCAP_TSTAMP_PRECISION_MICRO);
-	o->f = fd >= 0 ? fdopen(fd, "wb") : stdout;
+	if (fd < 0) {
+		/* stdout, through a descriptor of its own: closing the writer
+		 * (which fcloses its FILE) leaves fd 1 open, as wiretap's
+		 * wtap_dump_open_stdout does with its dup */
+		fflush(stdout);
+		fd = dup(STDOUT_FILENO);
+		if (fd < 0)
+			return -1;
+		o->f = fdopen(fd, "wb");
+		if (!o->f) {
+			close(fd);
+			errno = ENOMEM;
+			return -1;
+		}
+	} else {
+		o->f = fdopen(fd, "wb");
+	}
 	o->wb = o->wbs[0] = malloc(OUT_BUF_SMALL);
 	o->wcap = OUT_BUF_SMALL;
 	if (!o->pdead || !o->f || !o->wbs[0]) {
@@ -576,14 +592,10 @@ static int pcap_writer_close(struct dio_out *o)
 			errno = o->werr ? o->werr : errno;
 			rc = -1;
 		}
-		if (o->f == stdout) {
-			if (fflush(stdout))
-				rc = -1;
-		}
-		pcap_dump_close(o->pd); /* fcloses o->f, stdout included */
+		pcap_dump_close(o->pd); /* fcloses o->f */
 		o->pd = NULL;
 		o->f = NULL;
-	} else if (o->f && o->f != stdout) {
+	} else if (o->f) {
 		fclose(o->f);
 		o->f = NULL;
 	}
@@ -595,6 +607,11 @@ static int pcap_writer_close(struct dio_out *o)
 	free(o->wbs[1]);
 	o->wb = o->wbs[0] = o->wbs[1] = NULL;
 	return rc;
+}
+
+bool dio_out_by_libpcap(const struct dio_out *out)
+{
+	return out->pd != NULL;
 }
 
 bool dio_out_is_pcapng(const struct dio_out *out)

@@ -41,9 +41,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pcap/pcap.h>
+
+#include <wiretap/pcap-encap.h>
 #include <wiretap/wtap.h>
 
 #include "defrag_io_internal.h"
@@ -60,6 +64,9 @@ struct seen {
 
 static struct seen a[MAXREC], b[MAXREC];
 static char dir[64], inpath[96], outpath[96];
+static int in_fd = -1;
+static size_t in_len; /* of the file at inpath */
+static off_t out_len; /* of fd 1 */
 
 static uint32_t fz_sum(const uint8_t *p, uint32_t n)
 {
@@ -149,6 +156,62 @@ static int fz_read_wth(struct dio_in *bin, struct seen *v, enum dio_end *end)
 	return n;
 }
 
+/* OUT (fd 1) is what was written to it from offset 0: the rest of what
+ * the last input wrote is cut off. */
+static void fz_out_end(void)
+{
+	off_t end = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+
+	FZ_CHECK(end >= 0);
+	if (end < out_len)
+		FZ_CHECK(!ftruncate(STDOUT_FILENO, end));
+	out_len = end;
+}
+
+/* C for a pcap OUT: what fd 1 holds, read by libpcap from memory; the
+ * count, or -1 when libpcap does not open it. */
+static int fz_read_out_pcap(struct seen *v, enum dio_end *end)
+{
+	char e[PCAP_ERRBUF_SIZE];
+	off_t n = out_len;
+	uint8_t *m = n > 0 ? malloc((size_t)n) : NULL;
+	FILE *f = NULL;
+	pcap_t *p = NULL;
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	int c = 0, x = 0, enc, dlt;
+
+	*end = DIO_BAD;
+	FZ_CHECK(n >= 0 && (!n || m));
+	if (m && pread(STDOUT_FILENO, m, (size_t)n, 0) == n && (f = fmemopen(m, (size_t)n, "rb")))
+		p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, e);
+	if (!p) {
+		if (f)
+			fclose(f);
+		free(m);
+		return -1;
+	}
+	/* the link type as wiretap would report it (the lowest DLT_ of its
+	 * encapsulation), as A's are: wiretap's writer keeps link types
+	 * libpcap reads as others (16, DLT_PPP_BSDOS, is LINKTYPE 103 to
+	 * libpcap) */
+	enc = wtap_pcap_encap_to_wtap_encap(pcap_datalink(p));
+	dlt = enc >= 0 && enc < ENCAP_MAX ? dio_encap_dlt[enc] : -1;
+	while (c < MAXREC && (x = pcap_next_ex(p, &h, &d)) == 1)
+		v[c++] = (struct seen){h->caplen,
+				       h->len,
+				       0,
+				       fz_sum(d, h->caplen),
+				       dlt,
+				       true,
+				       (uint64_t)(uint32_t)h->ts.tv_sec * 1000000000ull +
+					       (uint32_t)h->ts.tv_usec};
+	*end = c == MAXREC || x == -2 ? DIO_EOF : DIO_BAD;
+	pcap_close(p); /* and f */
+	free(m);
+	return c;
+}
+
 /* LeakSanitizer: leaks of wiretap's record buffers are not reported.
  * Debian's libwiretap 4.0.17 loses one 2 KiB buffer (ws_buffer_init under
  * wtap_read) on some damaged gzip-compressed pcapng files
@@ -203,17 +266,30 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max, unsigned 
 	return LLVMFuzzerMutate(data, size, max);
 }
 
+static int fz_one(const uint8_t *data, size_t size);
+
+/* wsutil keeps the 2 KiB buffers ws_buffer_free is given for the next
+ * ws_buffer_init (ours, in struct dio_in, and wiretap's own): a buffer
+ * that grew is freed instead, and the next input then mallocs one that
+ * it leaves in the cache. libFuzzer takes an input with more mallocs than
+ * frees for a possible leak and runs it again (5% of the time went to
+ * that). Each input ends with the cache emptied. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fz_one(data, size);
+	ws_buffer_cleanup();
+	return 0;
+}
+
+static int fz_one(const uint8_t *data, size_t size)
 {
 	char err[256];
 	struct dio_in *in;
 	struct dio_out *out;
 	struct dio_rec r;
 	enum dio_end ea, ec;
-	bool ng_in, ng_out, want_ng = size & 1, stopped = false, usec_in, other;
-	int na, nb = 0, nc, pk = 0, written = 0;
-	int fd;
-
+	bool ng_in, ng_out, want_ng = size & 1, stopped = false, usec_in, other, own;
+	int na, nb = 0, nc, pk = 0, written = 0, closed;
 	if (!dir[0]) {
 		/* tmpfs where there is one: on ext4 each rewritten file was
 		 * flushed to disk at close (auto_da_alloc) */
@@ -223,20 +299,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(inpath, sizeof(inpath), "%s/in", dir);
 		snprintf(outpath, sizeof(outpath), "%s/out", dir);
 		atexit(fz_cleanup);
+		in_fd = open(inpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		FZ_CHECK(in_fd >= 0);
+		{
+			int m = open(outpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+			FZ_CHECK(m >= 0 && dup2(m, STDOUT_FILENO) == STDOUT_FILENO);
+			close(m);
+		}
 		/* wiretap starts on the first open (this one fails) */
 		FZ_CHECK(!dio_open_in(dir, err, sizeof(err)));
 		wtap_deregister_open_info("JavaScript Object Notation");
+		if (wtap_has_open_info("Android Logcat Text formats"))
+			wtap_deregister_open_info("Android Logcat Text formats");
 	}
-	fd = open(inpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	FZ_CHECK(fd >= 0 && write(fd, data, size) == (ssize_t)size);
-	close(fd);
+	/* IN and OUT are truncated only where the last input's were longer
+	 * (truncating tmpfs frees its pages: 4% of the time) */
+	FZ_CHECK(pwrite(in_fd, data, size, 0) == (ssize_t)size);
+	if (size < in_len)
+		FZ_CHECK(!ftruncate(in_fd, (off_t)size));
+	in_len = size;
+	FZ_CHECK(!lseek(STDOUT_FILENO, 0, SEEK_SET));
 
 	in = dio_open_in(inpath, err, sizeof(err));
 	if (!in)
 		return 0;
-	out = dio_open_out(outpath, in, want_ng, err, sizeof(err));
+	out = dio_open_out("-", in, want_ng, err, sizeof(err));
 	if (!out) {
 		/* wiretap cannot write every link type to every format */
+		fz_out_end();
 		dio_close_in(in);
 		return 0;
 	}
@@ -248,6 +339,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	other = in->pc || in->fast;
 	na = other ? fz_read_wth(in, a, &ea) : MAXREC;
 	ng_out = dio_out_is_pcapng(out);
+	own = dio_out_by_libpcap(out);
 	/* exact for nanosecond pcap and pcapng, to the microsecond from
 	 * other formats (pcap and its variants, hcidump...) */
 	usec_in = strcmp(dio_in_format(in), "nsecpcap") && strcmp(dio_in_format(in), "pcapng");
@@ -281,11 +373,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else if (!stopped && nb < MAXREC)
 		FZ_CHECK(nb == na); /* both readers stop at the same record */
 	dio_close_in(in);
-	if (dio_close_out(out, true, err, sizeof(err)))
+	closed = dio_close_out(out, true, err, sizeof(err));
+	fz_out_end();
+	if (closed)
 		return 0;
 
 	/* C: what was written, read back: A's packets, in order */
-	nc = fz_read_all(outpath, b, &ec);
+	nc = own ? fz_read_out_pcap(b, &ec) : fz_read_all(outpath, b, &ec);
 	/* it opens; wiretap may take a pcap file of odd records for one of
 	 * pcap's variants (rh6_1pcap...) and stop early: what it read must
 	 * still be right, and all of it when it read to the end */
@@ -307,6 +401,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		FZ_CHECK(got == written || nc == MAXREC || ec != DIO_EOF);
 	}
-	unlink(outpath);
 	return 0;
 }
