@@ -94,21 +94,21 @@ struct dio_in *dio_open_in(const char *path, char *err, size_t errlen)
 	 * (asked only of those: a stat per open saved) */
 	if (wtap_file_type_subtype(in->wth) == wtap_name_to_file_type_subtype("erf") &&
 	    strcmp(path, "-") && !stat(path, &st) && S_ISREG(st.st_mode) && !st.st_size) {
-		wtap_close(in->wth);
-		free(in);
 		snprintf(err, errlen, "empty file, not a capture");
-		return NULL;
+		goto fail;
 	}
 	in->path = strdup(path);
 	if (!in->path) {
 		snprintf(err, errlen, "%s", strerror(errno));
-		wtap_close(in->wth);
-		free(in);
-		return NULL;
+		goto fail;
 	}
 	wtap_rec_init(&in->rec);
 	ws_buffer_init(&in->buf, 2048);
 	return in;
+fail:
+	wtap_close(in->wth);
+	free(in);
+	return NULL;
 }
 
 /* A pcap record's fraction of a second is a 32-bit field that may say
@@ -172,7 +172,7 @@ bool dio_use_libpcap(struct dio_in *in)
 	char err[PCAP_ERRBUF_SIZE];
 	int ft = wtap_file_type_subtype(in->wth);
 
-	if (in->count || !in->path || !strcmp(in->path, "-") || wtap_get_compression_type(in->wth) ||
+	if (in->count || !strcmp(in->path, "-") || wtap_get_compression_type(in->wth) ||
 	    (ft != wtap_pcap_file_type_subtype() && ft != wtap_pcap_nsec_file_type_subtype()))
 		return false;
 	in->pc = pcap_open_offline_with_tstamp_precision(in->path, PCAP_TSTAMP_PRECISION_NANO, err);

@@ -402,13 +402,21 @@ void dio_fast_open(struct dio_in *in)
 		dio_fast_close(f);
 		return;
 	}
-	if (!map_file(f, &st)) {
+	if (!map_file(f, &st))
 		memcpy(hdr, f->map, sizeof(hdr));
-	} else if (pread(f->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
-		   lseek(f->fd, PCAP_FILE_HDR, SEEK_SET) != (off_t)PCAP_FILE_HDR) {
+	else if (pread(f->fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+		 lseek(f->fd, PCAP_FILE_HDR, SEEK_SET) != (off_t)PCAP_FILE_HDR) {
 		dio_fast_close(f);
 		return;
-	} else {
+	}
+	memcpy(&magic, hdr, sizeof(magic));
+	if (pcap_is_swapped(in->pc))
+		magic = __builtin_bswap32(magic);
+	if (magic != PCAP_MAGIC_USEC && magic != PCAP_MAGIC_NSEC) {
+		dio_fast_close(f);
+		return;
+	}
+	if (!f->map) { /* read in chunks */
 		for (unsigned i = 0; i < IN_SLOTS; i++)
 			if (!(f->slot[i].mem = malloc(IN_PAD + IN_CHUNK)))
 				nomem = true;
@@ -417,13 +425,6 @@ void dio_fast_open(struct dio_in *in)
 			return;
 		}
 		posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	}
-	memcpy(&magic, hdr, sizeof(magic));
-	if (pcap_is_swapped(in->pc))
-		magic = __builtin_bswap32(magic);
-	if (magic != PCAP_MAGIC_USEC && magic != PCAP_MAGIC_NSEC) {
-		dio_fast_close(f);
-		return;
 	}
 	if (!pthread_mutex_init(&f->mu, NULL)) {
 		if (pthread_cond_init(&f->cv, NULL))
@@ -434,7 +435,7 @@ void dio_fast_open(struct dio_in *in)
 	/* Without the thread, the parser faults the mapped pages in, or
 	 * reads chunks as they are needed. A mapped file no longer than the
 	 * thread would fault in ahead gets none: it would only cost its start
-	 * (fuzz_dio opens a small file three times an input). */
+	 * (fuzz_dio reads a small file every input). */
 	f->threaded = f->started && !(f->map && f->map_len <= IN_AHEAD) &&
 		      !pthread_create(&f->th, NULL, f->map ? map_main : reader_main, f);
 	f->usec = magic == PCAP_MAGIC_USEC;

@@ -237,12 +237,8 @@ static int pcap_writer_open(struct dio_out *o, struct dio_in *in, int ft, int fd
 		fd = dup(STDOUT_FILENO);
 		if (fd < 0)
 			return -1;
-		o->f = fdopen(fd, "wb");
-		if (!o->f) {
-			close(fd);
-			errno = ENOMEM;
-			return -1;
-		}
+		if (!(o->f = fdopen(fd, "wb")))
+			close(fd); /* the caller's fd is -1: ours to close */
 	} else {
 		o->f = fdopen(fd, "wb");
 	}

@@ -17,7 +17,13 @@
  *   C. the file written, read back: exactly the packets written, A's in
  *      order, with the same bytes, link type and timestamp (exact from
  *      nanosecond pcap and pcapng, to the microsecond from other formats;
- *      records that are not packets may be left out of a pcap file).
+ *      records that are not packets may be left out of a pcap file). A
+ *      pcap file written by rxpath's own writer is read back by libpcap,
+ *      from memory; every other one by wiretap.
+ * OUT is written as "-", to fd 1, which is a file beside IN: no temporary
+ * file, rename and unlink per input (rxpath defrag's renaming of a
+ * temporary file onto OUT is tested in tests/cli). IN is one file,
+ * rewritten in place.
  * (Reading C back, wiretap may guess a variant of pcap for a file of odd
  * records and stop early: what it read is checked.) Records are numbered
  * from 1. The first MAXREC records are compared.
@@ -41,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -290,6 +295,7 @@ static int fz_one(const uint8_t *data, size_t size)
 	enum dio_end ea, ec;
 	bool ng_in, ng_out, want_ng = size & 1, stopped = false, usec_in, other, own;
 	int na, nb = 0, nc, pk = 0, written = 0, closed;
+
 	if (!dir[0]) {
 		/* tmpfs where there is one: on ext4 each rewritten file was
 		 * flushed to disk at close (auto_da_alloc) */
