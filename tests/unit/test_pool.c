@@ -553,8 +553,11 @@ static void test_stash_spills_to_other_threads(void **state)
  * pool too small for all of them, so the ring keeps running dry and stashes
  * are spilled while their owners use them. Each object carries a flag set
  * while it is held: an object handed out twice, or freed while free, trips
- * it; at the end everything is back. */
-enum { CH_THREADS = 4, CH_HOLD = 96, CH_SLOTS = 64 };
+ * it; at the end everything is back. The test itself holds all but
+ * CH_LEFT objects meanwhile: fewer than one thread wants to hold, so every
+ * thread runs the pool dry even when the threads happen to run one after
+ * another (a loaded machine: CI saw 0 refusals when all 256 were free). */
+enum { CH_THREADS = 4, CH_HOLD = 192, CH_SLOTS = 64, CH_N = 256, CH_LEFT = 160 };
 struct churn {
 	struct rxp_pool *p;
 	void *_Atomic *slots; /* shared: objects left here are freed by another thread */
@@ -623,15 +626,20 @@ static void *churn_thread(void *arg)
 static void test_stash_churn_threads(void **state)
 {
 	struct rxp_pool_config cfg = {
-		.name = "tp", .obj_size = 64, .n = 256, .cache_size = 32, .obj_init = flag_init};
+		.name = "tp", .obj_size = 64, .n = CH_N, .cache_size = 32, .obj_init = flag_init};
 	struct rxp_pool *p = rxp_pool_create(&cfg);
 	void *_Atomic slots[CH_SLOTS] = {NULL};
+	void *mine[CH_N - CH_LEFT];
 	atomic_int bad = 0;
 	struct churn c[CH_THREADS];
 	pthread_t th[CH_THREADS];
-	long got = 0, fails = 0;
+	long got = 0, fails[CH_THREADS] = {0};
 
 	assert_non_null(p);
+	for (int i = 0; i < CH_N - CH_LEFT; i++) {
+		assert_non_null(mine[i] = rxp_pool_get(p));
+		atomic_store((atomic_int *)mine[i], 1);
+	}
 	for (int i = 0; i < CH_THREADS; i++) {
 		c[i] = (struct churn){.p = p,
 				      .slots = slots,
@@ -643,7 +651,7 @@ static void test_stash_churn_threads(void **state)
 	for (int i = 0; i < CH_THREADS; i++) {
 		assert_int_equal(pthread_join(th[i], NULL), 0);
 		got += c[i].got;
-		fails += c[i].fails;
+		fails[i] = c[i].fails;
 	}
 	for (int i = 0; i < CH_SLOTS; i++) {
 		void *o = atomic_exchange(&slots[i], NULL);
@@ -654,9 +662,14 @@ static void test_stash_churn_threads(void **state)
 			rxp_pool_put_shared(p, o);
 		}
 	}
-	print_message("%ld objects taken, %ld refused while the pool was empty\n", got, fails);
+	for (int i = 0; i < CH_N - CH_LEFT; i++)
+		churn_free(&c[0], mine[i]);
+	rxp_pool_flush_cache(p);
+	print_message("%ld objects taken; refused while the pool was empty: %ld %ld %ld %ld\n", got,
+		      fails[0], fails[1], fails[2], fails[3]);
 	assert_int_equal(atomic_load(&bad), 0);
-	assert_true(fails > 0); /* the ring did run dry */
+	for (int i = 0; i < CH_THREADS; i++)
+		assert_true(fails[i] > 0); /* each thread ran the pool dry */
 	teardown(p);
 }
 
