@@ -42,7 +42,16 @@
  * the other readers together. A mutated input that lost its magic number
  * paid that twice. The JSON reader makes one record of the whole file; the
  * paths of ours it would reach (a record of an encapsulation with no link
- * type) are reached by other formats too.
+ * type) are reached by other formats too. So are four text readers' (an
+ * input wiretap refuses tries each heuristic reader in turn; an open that
+ * only one reader tries takes about 19 us under ASan here):
+ *   Android Logcat Text formats: 7 regular expressions compiled per try,
+ *     +133 us (its binary form, read by magic number, stays);
+ *   K12 text file: +32 us, the encapsulations of the binary K12 reader;
+ *   Candump log, Busmaster log: +23 and +22 us, SocketCAN, as in pcap's
+ *     LINKTYPE_CAN_SOCKETCAN.
+ * Without the last three, 40 s on the committed corpus ran 11,215 inputs
+ * a second against 9,663, with the same coverage (cov 294, ft 702).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -311,6 +320,15 @@ static bool fz_c_agrees(int nc, enum dio_end ec, int na, int written, bool usec_
 	return got == written || nc == MAXREC || ec != DIO_EOF;
 }
 
+/* wiretap readers not tried here (see the top of this file) */
+static const char *const fz_dereg[] = {
+	"JavaScript Object Notation",
+	"Android Logcat Text formats",
+	"K12 text file",
+	"Candump log",
+	"Busmaster log",
+};
+
 static int fz_one(const uint8_t *data, size_t size)
 {
 	char err[256];
@@ -346,9 +364,9 @@ static int fz_one(const uint8_t *data, size_t size)
 		}
 		/* wiretap starts on the first open (this one fails) */
 		FZ_CHECK(!dio_open_in(dir, err, sizeof(err)));
-		wtap_deregister_open_info("JavaScript Object Notation");
-		if (wtap_has_open_info("Android Logcat Text formats"))
-			wtap_deregister_open_info("Android Logcat Text formats");
+		for (unsigned i = 0; i < sizeof(fz_dereg) / sizeof(fz_dereg[0]); i++)
+			if (wtap_has_open_info(fz_dereg[i]))
+				wtap_deregister_open_info(fz_dereg[i]);
 	}
 	/* IN and OUT are truncated only where the last input's were longer
 	 * (truncating tmpfs frees its pages: 4% of the time) */
