@@ -13,6 +13,7 @@
 #include "rxpath/sim.h"
 #include "rxpath/wire.h"
 #include "buf/rng.h"
+#include "net/defrag_internal.h"
 
 #define OVL_FRAME 1600u
 
@@ -205,9 +206,40 @@ static bool verify(const struct rxp_pkt *p, uint8_t *tmp)
 	return p->len > hl + 8 && !rxp_gen_verify(tmp + hl + 8, p->len - hl - 8);
 }
 
+/* The pressure policy's source slot of the IPv4 or IPv6 frame f (Ethernet,
+ * untagged, global addresses: zone 0), or -1. */
+static int src_slot(const struct rxp_defrag_table *t, const uint8_t *f, uint32_t len)
+{
+	struct dfr_key k = {0};
+
+	if (len >= RXP_ETH_HLEN + 20 && f[12] == 0x08 && f[13] == 0x00) {
+		k.family = 4;
+		memcpy(k.addr, f + RXP_ETH_HLEN + 12, 8);
+	} else if (len >= RXP_ETH_HLEN + 40 && f[12] == 0x86 && f[13] == 0xdd) {
+		k.family = 6;
+		memcpy(k.addr, f + RXP_ETH_HLEN + 8, 32);
+	} else {
+		return -1;
+	}
+	return (int)dfr_src_slot(t, &k);
+}
+
+/* Whether slot is in set[0, *n) (up to max kept); adds it if not. */
+static bool slot_seen(int *set, unsigned *n, unsigned max, int slot)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (set[i] == slot)
+			return true;
+	if (*n < max)
+		set[(*n)++] = slot;
+	return false;
+}
+
 int ovl_run_table(const struct ovl_config *c, const struct rxp_defrag_config *dc,
 		  struct ovl_result *r)
 {
+	int legit[8], bad[8];
+	unsigned nl = 0, nb = 0;
 	uint64_t np = dc->mem_limit / 2048 + 2048, now = 0;
 	struct rxp_pktpool_config pc = {
 		.name = "ovl", .n_pkts = (unsigned)np, .n_bufs = (unsigned)np, .n_large = 64};
@@ -233,6 +265,12 @@ int ovl_run_table(const struct ovl_config *c, const struct rxp_defrag_config *dc
 			break;
 		r->frames++;
 		r->attack_frames += attack;
+		{
+			int sl = src_slot(t, buf, len);
+
+			if (sl >= 0)
+				slot_seen(attack ? bad : legit, attack ? &nb : &nl, 8, sl);
+		}
 		p = rxp_pkt_alloc(pp, len);
 		if (!p) {
 			rc = -1; /* the pool is sized for the cap: a leak */
@@ -261,6 +299,8 @@ int ovl_run_table(const struct ovl_config *c, const struct rxp_defrag_config *dc
 			rxp_defrag_expire(t, now);
 	}
 	r->damaged = ovl_damaged(s);
+	for (unsigned i = 0; i < nl; i++)
+		r->src_shared |= slot_seen(bad, &nb, nb, legit[i]);
 	rxp_defrag_get_counters(t, &r->c);
 out:
 	rxp_defrag_table_destroy(t);

@@ -51,6 +51,11 @@ struct ovl_result {
 	uint64_t frames, attack_frames;
 	uint64_t cap_exceeded; /* fragments after which memory was over the cap */
 	uint64_t frag_truesize, qcharge; /* the table's charges, as measured */
+	/* A legitimate source's standing was kept in an attacker's slot
+	 * (DFR_SRC_SLOTS of them, under the table's random key: about 1 in
+	 * 4096 per pair of sources), so the pressure policy judged the two as
+	 * one. */
+	bool src_shared;
 	struct rxp_defrag_counters c;
 };
 
