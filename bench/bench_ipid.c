@@ -354,8 +354,6 @@ int main(int argc, char **argv)
 				  vname[VA2]);
 		}
 	}
-	if (o.outdir && mkdir(o.outdir, 0755) && errno != EEXIST)
-		fprintf(stderr, "bench ipid: cannot create %s\n", o.outdir);
 	bench_report(&tab, &o);
 	if (o.outdir)
 		plot(&o, tc, ntc, res);

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,36 @@
 #include <ftw.h>
 #include <rte_eal.h>
 #endif
+
+/* mkdir -p dir: 0, or -1 with errno (a part that exists and is not a
+ * directory: ENOTDIR). */
+static int mkdir_p(const char *dir)
+{
+	char p[4096];
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (!n || n >= sizeof(p)) {
+		errno = n ? ENAMETOOLONG : ENOENT;
+		return -1;
+	}
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i])
+			continue;
+		p[i] = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -1;
+		if (stat(p, &st))
+			return -1;
+		if (!S_ISDIR(st.st_mode)) {
+			errno = ENOTDIR;
+			return -1;
+		}
+		p[i] = i < n ? '/' : 0;
+	}
+	return 0;
+}
 
 /* A whole decimal number in lo..hi, else the CLI's one-line usage error
  * ("rxpath bench NAME: ..." on stderr, exit 2). */
@@ -68,7 +99,8 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 			       "  --runs N     repetitions per variant, median reported (default "
 			       "7, 5 to 64)\n"
 			       "  --quick      fewer iterations per run\n"
-			       "  --outdir DIR write DIR/%s.csv (and plots)\n"
+			       "  --outdir DIR write DIR/%s.csv (and plots); DIR is made if "
+			       "missing\n"
 			       "  --threads N  most threads for scaling rows (default: online "
 			       "CPUs)\n",
 			       name, description, name);
@@ -90,6 +122,13 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 	}
 	if (!o->threads_max)
 		o->threads_max = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	/* before any run: a benchmark takes minutes, and its files would be
+	 * lost at the end */
+	if (o->outdir && (mkdir_p(o->outdir) || access(o->outdir, W_OK))) {
+		fprintf(stderr, "rxpath bench %s: cannot write to --outdir %s: %s\n", name,
+			o->outdir, strerror(errno));
+		exit(2);
+	}
 }
 
 uint64_t bench_now_ns(void)
@@ -177,6 +216,9 @@ void bench_report(struct bench_table *t, const struct bench_opts *o)
 		csv = fopen(path, "w");
 		if (csv)
 			fprintf(csv, "group,variant,median,unit,ratio_to_baseline\n");
+		else
+			fprintf(stderr, "rxpath bench %s: cannot write %s: %s\n", t->name, path,
+				strerror(errno));
 	}
 	printf("%-34s %-36s %12s %-8s %s\n", "group", "variant", "median", "unit", "vs baseline");
 	for (int i = 0; i < t->n; i++) {
@@ -205,8 +247,9 @@ void bench_report(struct bench_table *t, const struct bench_opts *o)
 		}
 	}
 	printf("(ratio: how many times better than the group's baseline; >1 is better)\n");
-	if (csv)
-		fclose(csv);
+	if (csv && fclose(csv))
+		fprintf(stderr, "rxpath bench %s: cannot write %s/%s.csv: %s\n", t->name, o->outdir,
+			t->name, strerror(errno));
 	fflush(stdout);
 }
 

@@ -69,6 +69,12 @@ if [ -x "$(dirname "$RXPATH")/rxpath-bench-ring" ]; then # built with RXP_BENCH
 	usage "bench ring" bench ring --threads 0
 	usage "bench ring" bench ring --bogus
 	usage "bench ring" bench ring --runs
+	# an --outdir that cannot be made is refused before any run
+	: >afile
+	usage "bench ring" bench ring --outdir afile/x
+	"$RXPATH" bench tipc --quick --runs 5 --outdir new/sub >/dev/null 2>err &&
+		[ -s new/sub/tipc.csv ] && ok "bench tipc --outdir new/sub made it and wrote tipc.csv" ||
+		{ bad "bench tipc --outdir new/sub:"; cat err; }
 fi
 usage fragsend fragsend --if lo
 usage fragsend fragsend --size abc --if lo --src 10.0.0.1 --dst 10.0.0.2 --dmac 00:00:00:00:00:01
