@@ -14,7 +14,8 @@
  * max_dist, a memory cap of a quarter of RAM with a queue cap that never
  * binds before it, and no timeout (memory is the only bound, and stale
  * queues are evicted first when it binds), so timestamps cannot lose
- * anything. --kernel is "what would this Linux host have delivered": 4 MiB,
+ * anything; late duplicates of a completing fragment are dropped
+ * (defrag_late.h). --kernel is "what would this Linux host have delivered": 4 MiB,
  * max_dist 64, 30/60 s, memory pressure as Linux, timers on the capture's
  * time as it comes (never going backwards: a timestamp behind the latest
  * counts as the latest, so timer order holds). In the file profile a
@@ -123,11 +124,18 @@ static void usage(FILE *f)
 		"                       memory cap a quarter of RAM (cgroup limit included),\n"
 		"                       a queue cap that never binds before memory does, and\n"
 		"                       no timeout: memory is the only bound (stale queues are\n"
-		"                       evicted first), so clock skew cannot lose datagrams\n"
+		"                       evicted first), so clock skew cannot lose datagrams;\n"
+		"                       and late duplicates are dropped (frames:\n"
+		"                       late_duplicates): a copy of the fragment that\n"
+		"                       completed a datagram, the same bytes within 1 s, as\n"
+		"                       tcpdump -i any on a forwarding host captures every\n"
+		"                       frame twice, would start a stale datagram that the\n"
+		"                       next one with that ID joins\n"
 		"  --kernel             what this Linux host would have delivered: 4m memory,\n"
 		"                       max_dist 64, timeouts 30 s (IPv4) / 60 s (IPv6), every\n"
 		"                       fragment refused while memory is over the cap; timers\n"
-		"                       run on the capture's time (never going back)\n"
+		"                       run on the capture's time (never going back); late\n"
+		"                       duplicates go to the table, as they would in Linux\n"
 		"  A --timeout without --kernel runs on a clock that follows the bulk of the\n"
 		"  packets (the median of the last %u timestamps, never going back): one\n"
 		"  timestamp far ahead or behind its neighbours neither expires what is in\n"
@@ -385,6 +393,8 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 		if (c->pol)
 			dpol_frame(c->pol, r, &fr, now, NULL, stderr, c->report);
 		return;
+	case DFR_DROPPED:
+		return; /* a late duplicate: not for the policy tables either */
 	case DFR_OUT:
 		if (c->pol)
 			dpol_frame(c->pol, r, &fr, now, &fo, stderr, c->report);
@@ -730,6 +740,10 @@ static int defrag_main(int argc, char **argv)
 	dfr_frame_table_config(&cfg);
 	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
 	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
+	if (c.frames && !s.kernel && dfr_frames_set_late(c.frames)) {
+		dfr_frames_destroy(c.frames);
+		c.frames = NULL;
+	}
 	if (s.all && t && c.frames)
 		c.pol = dpol_create(&cfg, c.pp);
 	if (!c.rep || !c.pp || !t || !c.frames || (s.all && !c.pol)) {

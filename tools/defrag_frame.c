@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "defrag_frame.h"
+#include "defrag_late.h"
 #include "defrag_zone.h"
 #include "rxpath/decap.h"
 #include "rxpath/wire.h"
@@ -40,6 +41,7 @@ struct dfr_frames {
 	struct dfr_frame_stats st;
 	struct rxp_decap d;
 	struct dfr_zones *zones;
+	struct dfr_late *late; /* NULL: late duplicates go to the table */
 	struct rxp_pkt *last; /* the datagram handed out in dfr_out.dgram */
 	uint8_t *wbuf; /* headers, then the packet being decapsulated; the output */
 	uint8_t *w; /* what the call uses for it: wbuf, or the frame's room */
@@ -73,9 +75,17 @@ void dfr_frames_destroy(struct dfr_frames *fs)
 	if (fs->last)
 		rxp_pkt_consume(fs->last);
 	dfr_zones_destroy(fs->zones);
+	dfr_late_destroy(fs->late);
 	free(fs->wbuf);
 	free(fs->dbuf);
 	free(fs);
+}
+
+int dfr_frames_set_late(struct dfr_frames *fs)
+{
+	if (!fs->late && !(fs->late = dfr_late_create()))
+		return -1;
+	return 0;
 }
 
 void dfr_frame_table_config(struct rxp_defrag_config *cfg)
@@ -323,6 +333,7 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 	int dlt = f->dlt;
 	struct rxp_decap *d = &fs->d;
 	struct rxp_pkt *p, *res;
+	const uint8_t *ip;
 	uint32_t zone, iplen;
 	bool frag, changed = false, in_w = false;
 	int r;
@@ -350,15 +361,22 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		fs->st.bad_link++;
 		return DFR_PASS;
 	}
+	ip = frame + d->ip_off;
+	if (frag && fs->late && dfr_late_match(fs->late, zone, ip, iplen, f->ts_ns)) {
+		fs->st.late_duplicates++;
+		return DFR_DROPPED;
+	}
 	p = make_pkt(fs, f, frame, d->ip_off + iplen, d->ip_off + iplen < caplen);
 	if (!p)
 		return DFR_PASS;
-	for (;;) {
+	for (bool outer = true;; outer = false) {
 		struct rxp_pkt *in;
 
 		res = reassemble(t, p, zone, now_ns, &frag);
 		if (!res)
 			return DFR_HELD;
+		if (outer && frag && fs->late)
+			dfr_late_note(fs->late, zone, ip, iplen, f->ts_ns); /* it completed one */
 		changed |= frag;
 		if (frag && d->tunnels)
 			fs->st.tunnel_datagrams++;
@@ -425,6 +443,7 @@ static const struct {
 	{"too_big", offsetof(struct dfr_frame_stats, too_big)},
 	{"stripped", offsetof(struct dfr_frame_stats, stripped)},
 	{"zones", offsetof(struct dfr_frame_stats, zones)},
+	{"late_duplicates", offsetof(struct dfr_frame_stats, late_duplicates)},
 };
 
 static uint64_t stat_value(const struct dfr_frame_stats *st, unsigned i)

@@ -24,6 +24,7 @@ enum dfr_verdict {
 	DFR_PASS, /* write the input frame unchanged (not a fragment, not IP, unparsable) */
 	DFR_HELD, /* a fragment the table keeps: write nothing now */
 	DFR_OUT, /* write dfr_out.frame: a datagram this frame completed */
+	DFR_DROPPED, /* a late duplicate (defrag_late.h): write nothing, counted */
 };
 
 /* One captured frame. */
@@ -70,12 +71,18 @@ struct dfr_frame_stats {
 	uint64_t too_big; /* datagrams the outer headers cannot hold (over 65,535 bytes) */
 	uint64_t stripped; /* of those, written behind the link header alone */
 	uint64_t zones; /* distinct VLAN and tunnel contexts seen */
+	uint64_t late_duplicates; /* copies of a completing fragment after its
+				   * datagram, dropped (dfr_frames_set_late) */
 };
 
 /* pp: the pool packets are made from; it must outlive the frame layer. NULL
  * with errno ENOMEM. */
 struct dfr_frames *dfr_frames_create(struct rxp_pktpool *pp);
 void dfr_frames_destroy(struct dfr_frames *fs);
+
+/* Drop late duplicates (defrag_late.h) from now on: 0, or -1 with errno
+ * ENOMEM. Off until called. */
+int dfr_frames_set_late(struct dfr_frames *fs);
 
 /* Takes one frame and feeds what it carries to t, on the table's clock
  * now_ns (which may differ from the frame's own time). */

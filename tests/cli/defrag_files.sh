@@ -6,7 +6,8 @@
 #   a capture cut off mid-record (editcap/head) keeps what was read, exit 1;
 #   snaplen-truncated fragments (editcap -s) pass unchanged and are counted;
 #   clock skew: one timestamp 1000 s ahead / behind; gzip and zstd input;
-#   stdin and stdout; pcapng with two link types (mergecap) round trip,
+#   stdin and stdout; tcpdump -i any's second copy of each frame (late
+#   duplicates dropped, --kernel keeps them); pcapng with two link types (mergecap) round trip,
 #   interfaces and timestamp resolutions kept; --filter; a queue cap that
 #   loses datagrams says so; a failed write leaves no OUT; pcap in either
 #   byte order (both read by rxpath's own reader) gives the same OUT, exit
@@ -52,6 +53,25 @@ done
 [ "$(capinfos -M -r o_flight6.pcap 2>/dev/null | grep -c 'microseconds')" -ge 1 ] &&
 	[ "$(capinfos -M -r o_flight.pcap 2>/dev/null | grep -c 'nanoseconds')" -ge 1 ] &&
 	ok "pcap out keeps IN's timestamp resolution" || bad "pcap timestamp resolution not kept"
+
+# tcpdump -i any on a router: every frame twice, IDs wrapping. The file
+# profile drops each late copy of a completing fragment, and every datagram
+# comes out right; the kernel's hands them to the table, where each starts a
+# stale datagram that the next one with its ID joins, with wrong bytes (as
+# tshark shows them too).
+jfr() { $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["frames"]["late_duplicates"])' "$1"; }
+D --json anydup.pcap o_any.pcap >j 2>err || bad "anydup: rc $?"
+n=$(wc -l <anydup.pcap.truth)
+if [ "$(got o_any.pcap)" = "$(cat anydup.pcap.truth)" ] && [ "$(jfr j)" -eq "$n" ] &&
+	[ "$(jget j reassembled)" -eq "$n" ]; then
+	ok "tcpdump -i any copies: $n datagrams right, $n late duplicates dropped"
+else bad "anydup: late_duplicates $(jfr j), reassembled $(jget j reassembled) of $n"; cat err; fi
+D --kernel --json anydup.pcap o_anyk.pcap >j 2>err
+wrong=$(got o_anyk.pcap | comm -23 - anydup.pcap.truth | wc -l)
+tw=$(tsh anydup.pcap | comm -23 - anydup.pcap.truth | wc -l)
+if [ "$(jfr j)" -eq 0 ] && [ "$wrong" -gt 0 ]; then
+	ok "--kernel keeps late duplicates: $wrong datagrams with stale bytes (tshark: $tw)"
+else bad "--kernel anydup: late_duplicates $(jfr j), wrong $wrong"; fi
 
 # OUT = IN, by name, through a symlink and a hard link: refused, IN untouched
 cp flight.pcap same.pcap

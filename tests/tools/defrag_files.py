@@ -14,6 +14,8 @@ the tshark side of the comparison.
                     queue a later 31 s gap must still expire
       twosrc.pcap   datagrams from two sources (for --filter)
       events.pcap   one of each --report event (see events())
+      anydup.pcap   tcpdump -i any on a router: every frame twice, IDs wrapping
+                    (see anydup), with anydup.pcap.truth
       overlap.pcap  for --policy all: datagram 1 without overlap, 2 with a
                     fragment overlapping the first with other bytes (IPv4),
                     3 the same over IPv6, 4 an overlap with the same bytes
@@ -69,7 +71,56 @@ def write(path, pkts, nano=True):
     w.close()
 
 
+def anydup(path, n=800, idmod=256, seed=9):
+    """What tcpdump -i any on a router captures of a forwarded flow: every
+    frame twice, the copy going out with other MACs and a TTL (hop limit)
+    one lower. n UDP datagrams of 2 fragments, IPv4 and IPv6 in turn, IDs
+    wrapping at idmod (as a busy sender's wrap at 65,536) so that a late
+    copy of a completing fragment meets the next datagram with its ID.
+    Writes path and path.truth (the sorted SHA-256 of every payload)."""
+    import struct
+    r = random.Random(seed)
+
+    def csum(b):
+        v = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+        while v >> 16:
+            v = (v & 0xffff) + (v >> 16)
+        return (~v) & 0xffff
+
+    truth, frames, t = [], [], 1000.0
+    for i in range(n):
+        data = bytes(r.randrange(256) for _ in range(1992))
+        truth.append(hashlib.sha256(data).hexdigest())
+        udp = struct.pack("!HHHH", 4000, 5000, 8 + len(data), 0) + data
+        ident = i % idmod
+        for off, chunk, mf in ((0, udp[:1480], 1), (1480, udp[1480:], 0)):
+            for hop, macs in ((64, "0200000000020200000000a1"), (63, "0200000000b10200000000a2")):
+                if i % 2 == 0:
+                    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(chunk), ident,
+                                    (mf << 13) | (off // 8), hop, 17, 0,
+                                    bytes([10, 1, 0, 1]), bytes([10, 2, 0, 1]))
+                    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+                    et = "0800"
+                else:
+                    h = struct.pack("!IHBB16s16s", 0x60000000, 8 + len(chunk), 44, hop,
+                                    bytes.fromhex("fd010000000000000000000000000001"),
+                                    bytes.fromhex("fd020000000000000000000000000001"))
+                    h += struct.pack("!BBHI", 17, 0, off | mf, ident)
+                    et = "86dd"
+                frames.append((t, bytes.fromhex(macs + et) + h + chunk))
+                t += 0.000001
+            t += 0.00005
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b23c4d, 2, 4, 0, 0, 65535, 1))
+        for ts, b in frames:
+            sec = int(ts)
+            f.write(struct.pack("<IIII", sec, int(round((ts - sec) * 1e9)), len(b), len(b)) + b)
+    with open(path + ".truth", "w") as f:
+        f.write("\n".join(sorted(truth)) + "\n")
+
+
 def gen(d):
+    anydup(f"{d}/anydup.pcap")
     write(f"{d}/flight.pcap", flight(200, 50))
     f6 = flight(60, 20, v6=True)
     write(f"{d}/flight6.pcap", f6, nano=False)

@@ -1,0 +1,242 @@
+/*
+ * Late duplicates (see defrag_late.h): a ring of the last DFR_LATE_SLOTS
+ * completing fragments, found by key through a direct-mapped index (a
+ * collision there forgets the older one: a late duplicate then goes to the
+ * table as before).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "defrag_late.h"
+#include "rxpath/wire.h"
+
+#define LATE_BUCKETS (2 * DFR_LATE_SLOTS) /* a power of two */
+#define LATE_MAX_EXT 8u /* IPv6 extension headers walked, as rxp_decap_ip_info */
+
+struct late_key {
+	uint32_t zone;
+	uint32_t id;
+	uint8_t family;
+	uint8_t proto; /* IPv4; 0 for IPv6, whose table key has none */
+	uint8_t pad[2];
+	uint8_t src[16], dst[16];
+};
+
+struct late_frag {
+	struct late_key k;
+	uint32_t off; /* in bytes */
+	uint32_t len; /* of the payload after the IP (and fragment) header */
+	bool mf;
+	const uint8_t *data;
+};
+
+struct late_slot {
+	struct late_key k;
+	uint32_t off, len;
+	bool mf, used;
+	uint32_t bucket;
+	uint64_t ts_ns;
+	uint64_t sum; /* of the payload (sum_of) */
+};
+
+struct dfr_late {
+	uint32_t next; /* the slot written next */
+	uint32_t index[LATE_BUCKETS]; /* slot + 1, 0 for none */
+	struct late_slot slot[DFR_LATE_SLOTS];
+};
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The fragment at ip: 0, or -1 for a packet that is not one or does not
+ * parse. */
+static int parse(uint32_t zone, const uint8_t *ip, uint32_t len, struct late_frag *f)
+{
+	memset(&f->k, 0, sizeof(f->k));
+	f->k.zone = zone;
+	if (len >= RXP_IPV4_HLEN && (ip[0] >> 4) == 4) {
+		uint32_t ihl = (ip[0] & 0x0f) * 4u;
+		uint16_t fo = rd16(ip + 6);
+
+		if (ihl < RXP_IPV4_HLEN || ihl > len || !(fo & (RXP_IP_MF | RXP_IP_OFFMASK)))
+			return -1;
+		f->k.family = 4;
+		f->k.proto = ip[9];
+		f->k.id = rd16(ip + 4);
+		memcpy(f->k.src, ip + 12, 4);
+		memcpy(f->k.dst, ip + 16, 4);
+		f->off = (fo & RXP_IP_OFFMASK) * 8u;
+		f->mf = fo & RXP_IP_MF;
+		f->data = ip + ihl;
+		f->len = len - ihl;
+		return 0;
+	}
+	if (len >= RXP_IPV6_HLEN && (ip[0] >> 4) == 6) {
+		uint32_t pos = RXP_IPV6_HLEN;
+		uint8_t nh = ip[6];
+
+		for (unsigned i = 0; i < LATE_MAX_EXT && pos + 2 <= len; i++) {
+			uint32_t el;
+
+			if (nh == RXP_IPPROTO_FRAGMENT) {
+				uint16_t fo;
+
+				if (pos + 8 > len)
+					return -1;
+				fo = rd16(ip + pos + 2);
+				f->k.family = 6;
+				f->k.id = rd32(ip + pos + 4);
+				memcpy(f->k.src, ip + 8, 16);
+				memcpy(f->k.dst, ip + 24, 16);
+				f->off = fo & RXP_IP6_OFFMASK;
+				f->mf = fo & RXP_IP6_MF;
+				f->data = ip + pos + 8;
+				f->len = len - pos - 8;
+				return 0;
+			}
+			if (!rxp_ipv6_ext_before_frag(nh, pos))
+				return -1;
+			el = rxp_ipv6_ext_len(nh, ip + pos);
+			if (!el || el > len - pos)
+				return -1;
+			nh = ip[pos];
+			pos += el;
+		}
+	}
+	return -1;
+}
+
+/* A 64-bit hash of the n bytes at p: two CRC-32C lanes (SSE4.2, one
+ * instruction per 8 bytes: the completing fragment's payload is hashed for
+ * every datagram, 1,360 bytes about 0.1 us) where the CPU has it, else a
+ * multiply-xor over 8-byte words (about 1.2 instructions a byte). Not
+ * keyed: a match needs the key, place and length equal too, and payloads
+ * made to collide only lose the second copy of a fragment. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <nmmintrin.h>
+
+__attribute__((target("sse4.2"))) static uint64_t sum_crc(const uint8_t *p, uint32_t n)
+{
+	uint64_t a = 0x6a09e667u ^ n, b = 0xbb67ae85u, w;
+	uint32_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		memcpy(&w, p + i, 8);
+		a = _mm_crc32_u64(a, w);
+		memcpy(&w, p + i + 8, 8);
+		b = _mm_crc32_u64(b, w);
+	}
+	for (; i < n; i++)
+		a = _mm_crc32_u8((uint32_t)a, p[i]);
+	return a << 32 | (uint32_t)b;
+}
+#endif
+
+static uint64_t sum_mix(const uint8_t *p, uint32_t n)
+{
+	uint64_t a = n, w;
+	uint32_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		a = (a ^ w) * 0x9fb21c651e98df25ull;
+		a ^= a >> 29;
+	}
+	for (; i < n; i++)
+		a = (a ^ p[i]) * 0x100000001b3ull;
+	return a;
+}
+
+static uint64_t sum_of(const uint8_t *p, uint32_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	static int crc = -1;
+
+	if (crc < 0)
+		crc = __builtin_cpu_supports("sse4.2");
+	if (crc)
+		return sum_crc(p, n);
+#endif
+	return sum_mix(p, n);
+}
+
+static uint32_t bucket_of(const struct late_key *k)
+{
+	uint64_t a, b, c;
+
+	memcpy(&a, k->src + 8, 8); /* IPv4 addresses are in src[0..4) */
+	memcpy(&b, k->src, 8);
+	memcpy(&c, k->dst, 8);
+	a ^= b * 0x9e3779b97f4a7c15ull ^ c * 0xc2b2ae3d27d4eb4full;
+	a ^= ((uint64_t)k->id << 32 | k->zone) * 0x165667b19e3779f9ull;
+	a ^= (uint64_t)k->proto << 8 | k->family;
+	a *= 0xff51afd7ed558ccdull;
+	return (uint32_t)(a >> 40) & (LATE_BUCKETS - 1);
+}
+
+struct dfr_late *dfr_late_create(void)
+{
+	struct dfr_late *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		errno = ENOMEM;
+	return l;
+}
+
+void dfr_late_destroy(struct dfr_late *l)
+{
+	free(l);
+}
+
+void dfr_late_note(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32_t len,
+		   uint64_t ts_ns)
+{
+	struct late_frag f;
+	struct late_slot *s;
+	uint32_t b;
+
+	if (parse(zone, ip, len, &f))
+		return;
+	s = &l->slot[l->next];
+	if (s->used && l->index[s->bucket] == l->next + 1)
+		l->index[s->bucket] = 0;
+	b = bucket_of(&f.k);
+	s->k = f.k;
+	s->off = f.off;
+	s->len = f.len;
+	s->mf = f.mf;
+	s->used = true;
+	s->bucket = b;
+	s->ts_ns = ts_ns;
+	s->sum = sum_of(f.data, f.len);
+	l->index[b] = l->next + 1;
+	l->next = (l->next + 1) % DFR_LATE_SLOTS;
+}
+
+bool dfr_late_match(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32_t len,
+		    uint64_t ts_ns)
+{
+	struct late_frag f;
+	const struct late_slot *s;
+	uint32_t i;
+
+	if (parse(zone, ip, len, &f))
+		return false;
+	i = l->index[bucket_of(&f.k)];
+	if (!i)
+		return false;
+	s = &l->slot[i - 1];
+	/* within the window, either way (capture time may step back) */
+	if ((ts_ns > s->ts_ns ? ts_ns - s->ts_ns : s->ts_ns - ts_ns) > DFR_LATE_WINDOW_NS)
+		return false;
+	return s->off == f.off && s->len == f.len && s->mf == f.mf &&
+	       !memcmp(&s->k, &f.k, sizeof(f.k)) && s->sum == sum_of(f.data, f.len);
+}
