@@ -333,7 +333,7 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 	int dlt = f->dlt;
 	struct rxp_decap *d = &fs->d;
 	struct rxp_pkt *p, *res;
-	const uint8_t *ip;
+	struct dfr_late_frag lf = {.ok = false}; /* what dfr_late_match parsed */
 	uint32_t zone, iplen;
 	bool frag, changed = false, in_w = false;
 	int r;
@@ -361,8 +361,8 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		fs->st.bad_link++;
 		return DFR_PASS;
 	}
-	ip = frame + d->ip_off;
-	if (frag && fs->late && dfr_late_match(fs->late, zone, ip, iplen, f->ts_ns)) {
+	if (frag && fs->late &&
+	    dfr_late_match(fs->late, zone, frame + d->ip_off, iplen, f->ts_ns, &lf)) {
 		fs->st.late_duplicates++;
 		return DFR_DROPPED;
 	}
@@ -376,7 +376,7 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		if (!res)
 			return DFR_HELD;
 		if (outer && frag && fs->late)
-			dfr_late_note(fs->late, zone, ip, iplen, f->ts_ns); /* it completed one */
+			dfr_late_note(fs->late, &lf, f->ts_ns); /* it completed one */
 		changed |= frag;
 		if (frag && d->tunnels)
 			fs->st.tunnel_datagrams++;

@@ -14,25 +14,8 @@
 #define LATE_BUCKETS (2 * DFR_LATE_SLOTS) /* a power of two */
 #define LATE_MAX_EXT 8u /* IPv6 extension headers walked, as rxp_decap_ip_info */
 
-struct late_key {
-	uint32_t zone;
-	uint32_t id;
-	uint8_t family;
-	uint8_t proto; /* IPv4; 0 for IPv6, whose table key has none */
-	uint8_t pad[2];
-	uint8_t src[16], dst[16];
-};
-
-struct late_frag {
-	struct late_key k;
-	uint32_t off; /* in bytes */
-	uint32_t len; /* of the payload after the IP (and fragment) header */
-	bool mf;
-	const uint8_t *data;
-};
-
-struct late_slot {
-	struct late_key k;
+struct dfr_late_slot {
+	struct dfr_late_key k;
 	uint32_t off, len;
 	bool mf, used;
 	uint32_t bucket;
@@ -43,7 +26,7 @@ struct late_slot {
 struct dfr_late {
 	uint32_t next; /* the slot written next */
 	uint32_t index[LATE_BUCKETS]; /* slot + 1, 0 for none */
-	struct late_slot slot[DFR_LATE_SLOTS];
+	struct dfr_late_slot slot[DFR_LATE_SLOTS];
 };
 
 static uint16_t rd16(const uint8_t *p)
@@ -58,7 +41,7 @@ static uint32_t rd32(const uint8_t *p)
 
 /* The fragment at ip: 0, or -1 for a packet that is not one or does not
  * parse. */
-static int parse(uint32_t zone, const uint8_t *ip, uint32_t len, struct late_frag *f)
+static int parse(uint32_t zone, const uint8_t *ip, uint32_t len, struct dfr_late_frag *f)
 {
 	memset(&f->k, 0, sizeof(f->k));
 	f->k.zone = zone;
@@ -168,7 +151,7 @@ static uint64_t sum_of(const uint8_t *p, uint32_t n)
 	return sum_mix(p, n);
 }
 
-static uint32_t bucket_of(const struct late_key *k)
+static uint32_t bucket_of(const struct dfr_late_key *k)
 {
 	uint64_t a, b, c;
 
@@ -196,47 +179,43 @@ void dfr_late_destroy(struct dfr_late *l)
 	free(l);
 }
 
-void dfr_late_note(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32_t len,
-		   uint64_t ts_ns)
+void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, uint64_t ts_ns)
 {
-	struct late_frag f;
-	struct late_slot *s;
-	uint32_t b;
+	struct dfr_late_slot *s = &l->slot[l->next];
 
-	if (parse(zone, ip, len, &f))
+	if (!f->ok)
 		return;
-	s = &l->slot[l->next];
 	if (s->used && l->index[s->bucket] == l->next + 1)
 		l->index[s->bucket] = 0;
-	b = bucket_of(&f.k);
-	s->k = f.k;
-	s->off = f.off;
-	s->len = f.len;
-	s->mf = f.mf;
+	s->k = f->k;
+	s->off = f->off;
+	s->len = f->len;
+	s->mf = f->mf;
 	s->used = true;
-	s->bucket = b;
+	s->bucket = f->bucket;
 	s->ts_ns = ts_ns;
-	s->sum = sum_of(f.data, f.len);
-	l->index[b] = l->next + 1;
+	s->sum = sum_of(f->data, f->len);
+	l->index[f->bucket] = l->next + 1;
 	l->next = (l->next + 1) % DFR_LATE_SLOTS;
 }
 
 bool dfr_late_match(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32_t len,
-		    uint64_t ts_ns)
+		    uint64_t ts_ns, struct dfr_late_frag *f)
 {
-	struct late_frag f;
-	const struct late_slot *s;
+	const struct dfr_late_slot *s;
 	uint32_t i;
 
-	if (parse(zone, ip, len, &f))
+	f->ok = !parse(zone, ip, len, f);
+	if (!f->ok)
 		return false;
-	i = l->index[bucket_of(&f.k)];
+	f->bucket = bucket_of(&f->k);
+	i = l->index[f->bucket];
 	if (!i)
 		return false;
 	s = &l->slot[i - 1];
 	/* within the window, either way (capture time may step back) */
 	if ((ts_ns > s->ts_ns ? ts_ns - s->ts_ns : s->ts_ns - ts_ns) > DFR_LATE_WINDOW_NS)
 		return false;
-	return s->off == f.off && s->len == f.len && s->mf == f.mf &&
-	       !memcmp(&s->k, &f.k, sizeof(f.k)) && s->sum == sum_of(f.data, f.len);
+	return s->off == f->off && s->len == f->len && s->mf == f->mf &&
+	       !memcmp(&s->k, &f->k, sizeof(f->k)) && s->sum == sum_of(f->data, f->len);
 }

@@ -40,14 +40,38 @@ struct dfr_late;
 struct dfr_late *dfr_late_create(void);
 void dfr_late_destroy(struct dfr_late *l);
 
-/* The IPv4 or IPv6 fragment at ip (len bytes: the IP packet, no more)
- * completed a datagram in zone at capture time ts_ns: remember it. A
- * packet that is not a fragment that parses is not remembered. */
-void dfr_late_note(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32_t len,
-		   uint64_t ts_ns);
+/* The fragment a frame holds, as dfr_late_match parsed it: the caller
+ * keeps it for dfr_late_note while the frame's bytes stay (one parse per
+ * fragment). */
+struct dfr_late_key {
+	uint32_t zone;
+	uint32_t id;
+	uint8_t family;
+	uint8_t proto; /* IPv4; 0 for IPv6, whose table key has none */
+	uint8_t pad[2];
+	uint8_t src[16], dst[16];
+};
 
-/* Whether the fragment at ip is a remembered one again (see above). */
+struct dfr_late_frag {
+	struct dfr_late_key k;
+	uint32_t off; /* in bytes */
+	uint32_t len; /* of the payload after the IP (and fragment) header */
+	bool mf;
+	const uint8_t *data; /* the payload, in the caller's frame */
+	uint32_t bucket; /* in the index */
+	bool ok; /* a fragment that parsed */
+};
+
+/* Whether the IPv4 or IPv6 fragment at ip (len bytes: the IP packet, no
+ * more) in zone, at capture time ts_ns, is a remembered one again (see
+ * above). Fills *f (ok false for a packet that is not a fragment that
+ * parses). */
 bool dfr_late_match(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32_t len,
-		    uint64_t ts_ns);
+		    uint64_t ts_ns, struct dfr_late_frag *f);
+
+/* The fragment f (from dfr_late_match, its frame's bytes still there)
+ * completed a datagram at capture time ts_ns: remember it. One that did
+ * not parse is not remembered. */
+void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, uint64_t ts_ns);
 
 #endif
