@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "defrag_late.h"
+#include "rxpath/decap.h"
 #include "rxpath/wire.h"
 
 #define LATE_BUCKETS (2 * DFR_LATE_SLOTS) /* a power of two */
-#define LATE_MAX_EXT 8u /* IPv6 extension headers walked, as rxp_decap_ip_info */
 
 struct dfr_late_slot {
 	struct dfr_late_key k;
@@ -63,36 +63,22 @@ static int parse(uint32_t zone, const uint8_t *ip, uint32_t len, struct dfr_late
 		return 0;
 	}
 	if (len >= RXP_IPV6_HLEN && (ip[0] >> 4) == 6) {
-		uint32_t pos = RXP_IPV6_HLEN;
-		uint8_t nh = ip[6];
+		/* where rxp_decap_ip_info found it a fragment */
+		uint32_t pos = rxp_decap_ipv6_frag_off(ip, len);
+		uint16_t fo;
 
-		for (unsigned i = 0; i < LATE_MAX_EXT && pos + 2 <= len; i++) {
-			uint32_t el;
-
-			if (nh == RXP_IPPROTO_FRAGMENT) {
-				uint16_t fo;
-
-				if (pos + 8 > len)
-					return -1;
-				fo = rd16(ip + pos + 2);
-				f->k.family = 6;
-				f->k.id = rd32(ip + pos + 4);
-				memcpy(f->k.src, ip + 8, 16);
-				memcpy(f->k.dst, ip + 24, 16);
-				f->off = fo & RXP_IP6_OFFMASK;
-				f->mf = fo & RXP_IP6_MF;
-				f->data = ip + pos + 8;
-				f->len = len - pos - 8;
-				return 0;
-			}
-			if (!rxp_ipv6_ext_before_frag(nh, pos))
-				return -1;
-			el = rxp_ipv6_ext_len(nh, ip + pos);
-			if (!el || el > len - pos)
-				return -1;
-			nh = ip[pos];
-			pos += el;
-		}
+		if (!pos || pos + RXP_IPV6_FRAGHDR_LEN > len)
+			return -1;
+		fo = rd16(ip + pos + 2);
+		f->k.family = 6;
+		f->k.id = rd32(ip + pos + 4);
+		memcpy(f->k.src, ip + 8, 16);
+		memcpy(f->k.dst, ip + 24, 16);
+		f->off = fo & RXP_IP6_OFFMASK;
+		f->mf = fo & RXP_IP6_MF;
+		f->data = ip + pos + RXP_IPV6_FRAGHDR_LEN;
+		f->len = len - pos - RXP_IPV6_FRAGHDR_LEN;
+		return 0;
 	}
 	return -1;
 }

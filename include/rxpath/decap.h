@@ -160,6 +160,14 @@ int rxp_decap_tunnel(struct rxp_decap *d, const uint8_t *ip, uint32_t len);
  * that does not parse. An IPv6 jumbogram's length is taken as avail. */
 int rxp_decap_ip_info(const uint8_t *ip, uint32_t avail, uint32_t *iplen, bool *frag);
 
+/* Where the IPv6 packet at ip (avail bytes there, at least the fixed
+ * header) has its fragment header: its offset from ip when one comes among
+ * the extension headers that may precede it (Hop-by-Hop first, Routing,
+ * Destination Options; at most 8 walked), else 0. The walk of
+ * rxp_decap_ip_info, which calls it a fragment exactly then; the fragment
+ * header itself may run past avail. */
+uint32_t rxp_decap_ipv6_frag_off(const uint8_t *ip, uint32_t avail);
+
 /* frame: d's headers followed by a new IP packet, len bytes in all (the
  * packet ends at len). Sets every length field in those headers to cover
  * it and recomputes their checksums (IPv4 header; UDP where nonzero; GRE

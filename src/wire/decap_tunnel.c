@@ -34,6 +34,25 @@
 #define GTPU_MAX_EXT 16u
 #define IPV6_MAX_EXT 8u
 
+uint32_t rxp_decap_ipv6_frag_off(const uint8_t *ip, uint32_t avail)
+{
+	uint32_t pos = RXP_IPV6_HLEN;
+	uint8_t nh = ip[6];
+
+	for (unsigned i = 0; i < IPV6_MAX_EXT && pos + 2 <= avail; i++) {
+		uint32_t el;
+
+		if (nh == RXP_IPPROTO_FRAGMENT)
+			return pos;
+		if (!rxp_ipv6_ext_before_frag(nh, pos))
+			return 0;
+		el = rxp_ipv6_ext_len(nh, ip + pos); /* at least 8 for these */
+		nh = ip[pos];
+		pos += el;
+	}
+	return 0;
+}
+
 int rxp_decap_ip_info(const uint8_t *ip, uint32_t avail, uint32_t *iplen, bool *frag)
 {
 	if (avail < 1)
@@ -51,28 +70,13 @@ int rxp_decap_ip_info(const uint8_t *ip, uint32_t avail, uint32_t *iplen, bool *
 		return 0;
 	}
 	if ((ip[0] >> 4) == 6) {
-		uint32_t pos = RXP_IPV6_HLEN, pl;
-		uint8_t nh;
+		uint32_t pl;
 
 		if (avail < RXP_IPV6_HLEN)
 			return -1;
 		pl = rd16(ip + 4);
-		nh = ip[6];
-		*iplen = pl || nh != RXP_IPPROTO_HOPOPTS ? RXP_IPV6_HLEN + pl : avail;
-		*frag = false;
-		for (unsigned i = 0; i < IPV6_MAX_EXT && pos + 2 <= avail; i++) {
-			uint32_t el;
-
-			if (nh == RXP_IPPROTO_FRAGMENT) {
-				*frag = true;
-				break;
-			}
-			if (!rxp_ipv6_ext_before_frag(nh, pos))
-				break;
-			el = rxp_ipv6_ext_len(nh, ip + pos);
-			nh = ip[pos];
-			pos += el;
-		}
+		*iplen = pl || ip[6] != RXP_IPPROTO_HOPOPTS ? RXP_IPV6_HLEN + pl : avail;
+		*frag = rxp_decap_ipv6_frag_off(ip, avail) != 0;
 		return 0;
 	}
 	return -1;

@@ -851,7 +851,23 @@ static void test_ip_info(void **state)
 	assert_int_equal(rxp_decap_ip_info(f->b, f->n, &iplen, &frag), 0);
 	assert_int_equal(iplen, f->n);
 	assert_true(frag);
+	assert_int_equal(rxp_decap_ipv6_frag_off(f->b, f->n), 48);
+	/* the fragment header's first two bytes are enough to find it */
+	assert_int_equal(rxp_decap_ipv6_frag_off(f->b, 50), 48);
+	assert_int_equal(rxp_decap_ipv6_frag_off(f->b, 49), 0);
 	assert_int_equal(rxp_decap_ip_info(f->b, 39, &iplen, &frag), -1);
+	/* behind a Destination Options header, Hop-by-Hop is no longer one
+	 * that may come before the fragment header */
+	f->b[6] = 60;
+	f->b[40] = 0;
+	assert_int_equal(rxp_decap_ipv6_frag_off(f->b, f->n), 0);
+	assert_int_equal(rxp_decap_ip_info(f->b, f->n, &iplen, &frag), 0);
+	assert_false(frag);
+	/* the fragment header first; none at all (UDP) */
+	f->b[6] = 44;
+	assert_int_equal(rxp_decap_ipv6_frag_off(f->b, f->n), 40);
+	f->b[6] = 17;
+	assert_int_equal(rxp_decap_ipv6_frag_off(f->b, f->n), 0);
 	free(f);
 }
 
