@@ -81,6 +81,17 @@ void dfr_frames_destroy(struct dfr_frames *fs)
 	free(fs);
 }
 
+void dfr_frames_reset(struct dfr_frames *fs)
+{
+	if (fs->last)
+		rxp_pkt_consume(fs->last);
+	fs->last = NULL;
+	memset(&fs->st, 0, sizeof(fs->st));
+	dfr_zones_reset(fs->zones);
+	if (fs->late)
+		dfr_late_reset(fs->late);
+}
+
 int dfr_frames_set_late(struct dfr_frames *fs)
 {
 	if (!fs->late && !(fs->late = dfr_late_create()))

@@ -80,6 +80,13 @@ struct dfr_frame_stats {
 struct dfr_frames *dfr_frames_create(struct rxp_pktpool *pp);
 void dfr_frames_destroy(struct dfr_frames *fs);
 
+/* Forget every frame seen, as if just made: stats, zones (their numbers
+ * are given again from 1, so the table must hold nothing of them) and the
+ * late duplicates remembered; the datagram last handed out is let go. The
+ * late-duplicate setting stays, and so does each link type's one
+ * warning. */
+void dfr_frames_reset(struct dfr_frames *fs);
+
 /* Drop late duplicates (defrag_late.h) from now on: 0, or -1 with errno
  * ENOMEM. Off until called. */
 int dfr_frames_set_late(struct dfr_frames *fs);

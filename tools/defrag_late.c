@@ -165,6 +165,11 @@ void dfr_late_destroy(struct dfr_late *l)
 	free(l);
 }
 
+void dfr_late_reset(struct dfr_late *l)
+{
+	memset(l, 0, sizeof(*l));
+}
+
 void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, uint64_t ts_ns)
 {
 	struct dfr_late_slot *s = &l->slot[l->next];

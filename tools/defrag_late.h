@@ -39,6 +39,8 @@ struct dfr_late;
 /* NULL with errno ENOMEM. */
 struct dfr_late *dfr_late_create(void);
 void dfr_late_destroy(struct dfr_late *l);
+/* Forget every fragment remembered. */
+void dfr_late_reset(struct dfr_late *l);
 
 /* The fragment a frame holds, as dfr_late_match parsed it: the caller
  * keeps it for dfr_late_note while the frame's bytes stay (one parse per

@@ -47,17 +47,24 @@ struct dfr_zones *dfr_zones_create(void)
 	return zs;
 }
 
-void dfr_zones_destroy(struct dfr_zones *zs)
+void dfr_zones_reset(struct dfr_zones *zs)
 {
 	struct znode *z, *nz;
 
-	if (!zs)
-		return;
 	RB_FOREACH_SAFE(z, ztree, &zs->zones, nz)
 	{
 		RB_REMOVE(ztree, &zs->zones, z);
 		free(z);
 	}
+	zs->nzones = 0;
+	zs->zlast = NULL;
+}
+
+void dfr_zones_destroy(struct dfr_zones *zs)
+{
+	if (!zs)
+		return;
+	dfr_zones_reset(zs);
 	free(zs);
 }
 

@@ -20,6 +20,8 @@ struct dfr_zones;
 
 struct dfr_zones *dfr_zones_create(void);
 void dfr_zones_destroy(struct dfr_zones *zs);
+/* Forget every zone: numbers start again from 1. */
+void dfr_zones_reset(struct dfr_zones *zs);
 
 /* The zone of ctx inside parent: 0 for the untagged link level (parent 0,
  * no tunnel, no VLAN), else a number of its own, the same every time. 0,
