@@ -87,31 +87,26 @@ for n in $A $R $B; do ip netns del $n; done
 
 fail=0
 jf() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
-if ! "$RXPATH" defrag --json "$T/any.pcap" "$T/out.pcap" >"$T/j" 2>"$T/err"; then
-	echo "FAIL: rxpath defrag failed"; cat "$T/err"; fail=1
-else
-	if res=$($PY "$LINKS" check "$T/any.pcap" "$T/out.pcap" $N 2>&1); then
-		echo "ok: tcpdump -i any on a router: $res"
-	else
-		echo "FAIL: tcpdump -i any on a router: $res"; fail=1
+# One profile: rxpath writes what tshark reassembles, with LATE late
+# duplicates counted and LEFT queues given up at the end of the input.
+profile() { # name, late, left, rxpath defrag options...
+	local name=$1 want_late=$2 want_left=$3 late left
+	shift 3
+	if ! "$RXPATH" defrag --json "$@" "$T/any.pcap" "$T/out_$name.pcap" >"$T/j_$name" 2>"$T/err_$name"; then
+		echo "FAIL: $name: rxpath defrag failed"; cat "$T/err_$name"; fail=1; return
 	fi
-	late=$(jf "$T/j" 'd["frames"]["late_duplicates"]')
-	left=$(jf "$T/j" 'sum(d["given_up"].values())')
-	[ "$late" -eq $N ] && [ "$left" -eq 0 ] && echo "ok: $late late duplicates, no queue left" ||
-		{ echo "FAIL: late_duplicates $late (want $N), $left queues given up"; cat "$T/j"; fail=1; }
-fi
-if ! "$RXPATH" defrag --kernel --json "$T/any.pcap" "$T/outk.pcap" >"$T/jk" 2>"$T/errk"; then
-	echo "FAIL: rxpath defrag --kernel failed"; cat "$T/errk"; fail=1
-else
-	if res=$($PY "$LINKS" check "$T/any.pcap" "$T/outk.pcap" $N 2>&1); then
-		echo "ok: --kernel: $res"
+	if res=$($PY "$LINKS" check "$T/any.pcap" "$T/out_$name.pcap" $N 2>&1); then
+		echo "ok: $name: $res"
 	else
-		echo "FAIL: --kernel: $res"; fail=1
+		echo "FAIL: $name: $res"; fail=1
 	fi
-	late=$(jf "$T/jk" 'd["frames"]["late_duplicates"]')
-	left=$(jf "$T/jk" 'd["given_up"].get("end_of_input", 0)')
-	[ "$late" -eq 0 ] && [ "$left" -eq $N ] && echo "ok: --kernel: $left late copies left as queues" ||
-		{ echo "FAIL: --kernel: late_duplicates $late, $left given up at the end (want $N)"; fail=1; }
-fi
+	late=$(jf "$T/j_$name" 'd["frames"]["late_duplicates"]')
+	left=$(jf "$T/j_$name" 'sum(d["given_up"].values())')
+	[ "$late" -eq "$want_late" ] && [ "$left" -eq "$want_left" ] &&
+		echo "ok: $name: $late late duplicates, $left queues given up" ||
+		{ echo "FAIL: $name: late_duplicates $late (want $want_late), $left queues given up (want $want_left)"; cat "$T/j_$name"; fail=1; }
+}
+profile file $N 0
+profile kernel 0 $N --kernel
 [ $fail -eq 0 ] && echo "defrag_router: all passed"
 exit $fail

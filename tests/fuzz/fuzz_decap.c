@@ -14,17 +14,9 @@
 #include <string.h>
 
 #include "rxpath/decap.h"
+#include "fz_linktypes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static const uint32_t linktypes[] = {
-	RXP_LINKTYPE_ETHERNET, RXP_LINKTYPE_LINUX_SLL,	RXP_LINKTYPE_LINUX_SLL2,
-	RXP_LINKTYPE_NULL,     RXP_LINKTYPE_LOOP,	RXP_LINKTYPE_PPP,
-	RXP_LINKTYPE_PPP_HDLC, RXP_LINKTYPE_PPP_ETHER,	RXP_LINKTYPE_C_HDLC,
-	RXP_LINKTYPE_RAW,      RXP_LINKTYPE_IPV4,	RXP_LINKTYPE_IPV6,
-	RXP_LINKTYPE_NFLOG,    RXP_LINKTYPE_IEEE802_11, RXP_LINKTYPE_IEEE802_11_RADIOTAP,
-};
-#define NLT (sizeof(linktypes) / sizeof(linktypes[0]))
 
 static uint16_t g16(const uint8_t *p)
 {
@@ -144,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 3 || size > 70000)
 		return 0;
-	lt = data[0] < 2 * NLT ? linktypes[data[0] % NLT] : data[0];
+	lt = data[0] < 2 * FZ_NLT ? fz_linktypes[data[0] % FZ_NLT] : data[0];
 	newlen = g16(data + 1);
 	len = (uint32_t)size - 3;
 	frame = malloc(len ? len : 1); /* exactly len bytes: ASan sees overreads */

@@ -54,18 +54,11 @@
 #include "defrag_frame.h"
 #include "defrag_late.h"
 #include "fuzz.h"
+#include "fz_linktypes.h"
 #include "rxpath/decap.h"
 #include "rxpath/defrag.h"
 #include "rxpath/wire.h"
 
-static const uint32_t linktypes[] = {
-	RXP_LINKTYPE_ETHERNET, RXP_LINKTYPE_LINUX_SLL,	RXP_LINKTYPE_LINUX_SLL2,
-	RXP_LINKTYPE_NULL,     RXP_LINKTYPE_LOOP,	RXP_LINKTYPE_PPP,
-	RXP_LINKTYPE_PPP_HDLC, RXP_LINKTYPE_PPP_ETHER,	RXP_LINKTYPE_C_HDLC,
-	RXP_LINKTYPE_RAW,      RXP_LINKTYPE_IPV4,	RXP_LINKTYPE_IPV6,
-	RXP_LINKTYPE_NFLOG,    RXP_LINKTYPE_IEEE802_11, RXP_LINKTYPE_IEEE802_11_RADIOTAP,
-};
-#define NLT (sizeof(linktypes) / sizeof(linktypes[0]))
 #define NCFG 8u
 #define MS 1000000ull
 
@@ -233,7 +226,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= 4;
 		if (len > size)
 			len = size;
-		f.dlt = lt < NLT ? (int)linktypes[lt] : lt;
+		f.dlt = lt < FZ_NLT ? (int)fz_linktypes[lt] : lt;
 		f.iface = (fl >> 4) & 1;
 		f.data = data;
 		f.caplen = (uint32_t)len;

@@ -17,6 +17,7 @@ import hashlib, os, struct, sys
 
 from scapy.utils import RawPcapNgReader, RawPcapReader
 
+# in the order of tests/fuzz/fz_linktypes.h
 LINKTYPES = [1, 113, 276, 0, 108, 9, 50, 51, 104, 101, 228, 229, 239, 105, 127]
 STEPS = [0, 10**6, 10**8, 9 * 10**8, 11 * 10**8, 10**10, 31 * 10**9, 61 * 10**9]
 
