@@ -14,7 +14,7 @@
  * max_dist, a memory cap of a quarter of RAM with a queue cap that never
  * binds before it, and no timeout (memory is the only bound, and stale
  * queues are evicted first when it binds), so timestamps cannot lose
- * anything; late duplicates of a completing fragment are dropped
+ * anything; late duplicates of a completed datagram's fragments are dropped
  * (defrag_late.h). --kernel is "what would this Linux host have delivered": 4 MiB,
  * max_dist 64, 30/60 s, memory pressure as Linux, timers on the capture's
  * time as it comes (never going backwards: a timestamp behind the latest
@@ -126,8 +126,8 @@ static void usage(FILE *f)
 		"                       no timeout: memory is the only bound (stale queues are\n"
 		"                       evicted first), so clock skew cannot lose datagrams;\n"
 		"                       and late duplicates are dropped (frames:\n"
-		"                       late_duplicates): a copy of the fragment that\n"
-		"                       completed a datagram, the same bytes within 1 s, as\n"
+		"                       late_duplicates): a copy of a fragment of a datagram\n"
+		"                       just completed, the same bytes within 1 s, as\n"
 		"                       tcpdump -i any on a forwarding host captures every\n"
 		"                       frame twice, would start a stale datagram that the\n"
 		"                       next one with that ID joins\n"

@@ -387,7 +387,7 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		if (!res)
 			return DFR_HELD;
 		if (outer && frag && fs->late)
-			dfr_late_note(fs->late, &lf, f->ts_ns); /* it completed one */
+			dfr_late_note(fs->late, &lf, res, f->ts_ns); /* it completed one */
 		changed |= frag;
 		if (frag && d->tunnels)
 			fs->st.tunnel_datagrams++;

@@ -21,9 +21,15 @@ struct dfr_late_slot {
 	uint32_t bucket;
 	uint64_t ts_ns;
 	uint64_t sum; /* of the payload (sum_of) */
+	uint64_t dpos; /* the datagram's payload: at ring byte dpos % DFR_LATE_RING */
+	uint32_t dlen; /* its length, 0 when not kept */
 };
 
 struct dfr_late {
+	uint8_t *ring; /* DFR_LATE_RING bytes of payloads, made on first use */
+	uint64_t w; /* bytes written to the ring (and skipped at its end) */
+	uint64_t noted; /* datagrams noted */
+	uint64_t seen; /* late duplicates found */
 	uint32_t next; /* the slot written next */
 	uint32_t index[LATE_BUCKETS]; /* slot + 1, 0 for none */
 	struct dfr_late_slot slot[DFR_LATE_SLOTS];
@@ -78,6 +84,7 @@ static int parse(uint32_t zone, const uint8_t *ip, uint32_t len, struct dfr_late
 		f->mf = fo & RXP_IP6_MF;
 		f->data = ip + pos + RXP_IPV6_FRAGHDR_LEN;
 		f->len = len - pos - RXP_IPV6_FRAGHDR_LEN;
+		f->unfrag = pos;
 		return 0;
 	}
 	return -1;
@@ -162,15 +169,51 @@ struct dfr_late *dfr_late_create(void)
 
 void dfr_late_destroy(struct dfr_late *l)
 {
+	if (l)
+		free(l->ring);
 	free(l);
 }
 
 void dfr_late_reset(struct dfr_late *l)
 {
+	uint8_t *ring = l->ring;
+
 	memset(l, 0, sizeof(*l));
+	l->ring = ring;
 }
 
-void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, uint64_t ts_ns)
+/* Keep dgram's payload (behind its IP header, and for IPv6 the part in
+ * front of the fragment header that every fragment carries) for slot s:
+ * written whole at the ring's position w, or from its start when it would
+ * run past the end. */
+static void keep_payload(struct dfr_late *l, struct dfr_late_slot *s, const struct dfr_late_frag *f,
+			 const struct rxp_pkt *dgram)
+{
+	uint8_t b[1];
+	const uint8_t *ip = rxp_pkt_header_pointer(dgram, 0, 1, b);
+	uint32_t hdr, n, at;
+
+	s->dlen = 0;
+	if (!ip)
+		return;
+	hdr = f->k.family == 4 ? (ip[0] & 0x0fu) * 4u : f->unfrag;
+	if (hdr >= dgram->len || dgram->len - hdr > DFR_LATE_RING)
+		return;
+	n = dgram->len - hdr;
+	if (!l->ring && !(l->ring = malloc(DFR_LATE_RING)))
+		return;
+	at = (uint32_t)(l->w % DFR_LATE_RING);
+	if (at + n > DFR_LATE_RING)
+		l->w += DFR_LATE_RING - at; /* skip the end */
+	if (rxp_pkt_copy_bits(dgram, hdr, l->ring + l->w % DFR_LATE_RING, n))
+		return;
+	s->dpos = l->w;
+	s->dlen = n;
+	l->w += n;
+}
+
+void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, const struct rxp_pkt *dgram,
+		   uint64_t ts_ns)
 {
 	struct dfr_late_slot *s = &l->slot[l->next];
 
@@ -186,6 +229,9 @@ void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, uint64_t t
 	s->bucket = f->bucket;
 	s->ts_ns = ts_ns;
 	s->sum = sum_of(f->data, f->len);
+	s->dlen = 0;
+	if (l->noted++ < DFR_LATE_PROBE || l->seen)
+		keep_payload(l, s, f, dgram);
 	l->index[f->bucket] = l->next + 1;
 	l->next = (l->next + 1) % DFR_LATE_SLOTS;
 }
@@ -205,8 +251,23 @@ bool dfr_late_match(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32
 		return false;
 	s = &l->slot[i - 1];
 	/* within the window, either way (capture time may step back) */
-	if ((ts_ns > s->ts_ns ? ts_ns - s->ts_ns : s->ts_ns - ts_ns) > DFR_LATE_WINDOW_NS)
+	if ((ts_ns > s->ts_ns ? ts_ns - s->ts_ns : s->ts_ns - ts_ns) > DFR_LATE_WINDOW_NS ||
+	    memcmp(&s->k, &f->k, sizeof(f->k)))
 		return false;
-	return s->off == f->off && s->len == f->len && s->mf == f->mf &&
-	       !memcmp(&s->k, &f->k, sizeof(f->k)) && s->sum == sum_of(f->data, f->len);
+	if (s->off == f->off && s->len == f->len && s->mf == f->mf &&
+	    s->sum == sum_of(f->data, f->len)) {
+		l->seen++;
+		return true;
+	}
+	/* Another fragment of that datagram: its bytes there, while they are
+	 * still in the ring (nothing written over them since). A last
+	 * fragment ends where the datagram ends; others end before. */
+	if (s->dlen && l->w - s->dpos <= DFR_LATE_RING && f->off <= s->dlen &&
+	    f->len <= s->dlen - f->off &&
+	    (f->mf ? f->off + f->len < s->dlen : f->off + f->len == s->dlen) &&
+	    !memcmp(f->data, l->ring + s->dpos % DFR_LATE_RING + f->off, f->len)) {
+		l->seen++;
+		return true;
+	}
+	return false;
 }

@@ -24,6 +24,16 @@
  * within the window with the same bytes in the same place loses that
  * fragment: the price of the rule, for a repeat of the same bytes.
  * Only fragments at the outer level (not inside a tunnel) are compared.
+ *
+ * A host that forwards a datagram's fragments only once it has them all
+ * (seen for IPv6 through a veth router) puts the copies of every fragment,
+ * not only the completing one's, after the datagram. So the datagrams'
+ * payloads are kept too, in a ring of DFR_LATE_RING bytes, and a fragment
+ * of a remembered datagram (the same key, within the window) whose bytes
+ * are the datagram's at its place is a late duplicate as well. Keeping
+ * them is a copy of every datagram: it is done for the first
+ * DFR_LATE_PROBE datagrams, and after them only once the input has shown
+ * a late duplicate (a capture with none pays nothing more).
  */
 #ifndef RXPATH_TOOLS_DEFRAG_LATE_H
 #define RXPATH_TOOLS_DEFRAG_LATE_H
@@ -31,8 +41,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rxpath/pkt.h"
+
 #define DFR_LATE_SLOTS 1024u
 #define DFR_LATE_WINDOW_NS 1000000000ull
+#define DFR_LATE_RING (4u << 20)
+#define DFR_LATE_PROBE 4096u
 
 struct dfr_late;
 
@@ -58,6 +72,7 @@ struct dfr_late_frag {
 	struct dfr_late_key k;
 	uint32_t off; /* in bytes */
 	uint32_t len; /* of the payload after the IP (and fragment) header */
+	uint32_t unfrag; /* IPv6: the bytes before the fragment header */
 	bool mf;
 	const uint8_t *data; /* the payload, in the caller's frame */
 	uint32_t bucket; /* in the index */
@@ -72,8 +87,10 @@ bool dfr_late_match(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32
 		    uint64_t ts_ns, struct dfr_late_frag *f);
 
 /* The fragment f (from dfr_late_match, its frame's bytes still there)
- * completed a datagram at capture time ts_ns: remember it. One that did
- * not parse is not remembered. */
-void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, uint64_t ts_ns);
+ * completed datagram dgram (data at its IP header) at capture time ts_ns:
+ * remember it, and the datagram's payload while payloads are kept (see
+ * above). One that did not parse is not remembered. */
+void dfr_late_note(struct dfr_late *l, const struct dfr_late_frag *f, const struct rxp_pkt *dgram,
+		   uint64_t ts_ns);
 
 #endif

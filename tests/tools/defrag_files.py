@@ -71,12 +71,15 @@ def write(path, pkts, nano=True):
     w.close()
 
 
-def anydup(path, n=800, idmod=256, seed=9):
+def anydup(path, n=800, idmod=256, seed=9, batched=False):
     """What tcpdump -i any on a router captures of a forwarded flow: every
     frame twice, the copy going out with other MACs and a TTL (hop limit)
     one lower. n UDP datagrams of 2 fragments, IPv4 and IPv6 in turn, IDs
     wrapping at idmod (as a busy sender's wrap at 65,536) so that a late
     copy of a completing fragment meets the next datagram with its ID.
+    batched: every third datagram's copies go out only after both
+    fragments came in (as a router that forwards a datagram's fragments
+    once it has them all), so that the first fragment's copy is late too.
     Writes path and path.truth (the sorted SHA-256 of every payload)."""
     import struct
     r = random.Random(seed)
@@ -93,23 +96,29 @@ def anydup(path, n=800, idmod=256, seed=9):
         truth.append(hashlib.sha256(data).hexdigest())
         udp = struct.pack("!HHHH", 4000, 5000, 8 + len(data), 0) + data
         ident = i % idmod
-        for off, chunk, mf in ((0, udp[:1480], 1), (1480, udp[1480:], 0)):
-            for hop, macs in ((64, "0200000000020200000000a1"), (63, "0200000000b10200000000a2")):
-                if i % 2 == 0:
-                    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(chunk), ident,
-                                    (mf << 13) | (off // 8), hop, 17, 0,
-                                    bytes([10, 1, 0, 1]), bytes([10, 2, 0, 1]))
-                    h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
-                    et = "0800"
-                else:
-                    h = struct.pack("!IHBB16s16s", 0x60000000, 8 + len(chunk), 44, hop,
-                                    bytes.fromhex("fd010000000000000000000000000001"),
-                                    bytes.fromhex("fd020000000000000000000000000001"))
-                    h += struct.pack("!BBHI", 17, 0, off | mf, ident)
-                    et = "86dd"
-                frames.append((t, bytes.fromhex(macs + et) + h + chunk))
-                t += 0.000001
-            t += 0.00005
+        frags = ((0, udp[:1480], 1), (1480, udp[1480:], 0))
+        copies = ((64, "0200000000020200000000a1"), (63, "0200000000b10200000000a2"))
+        if batched and i % 3 == 0:
+            order = [(c, f) for c in copies for f in frags]
+        else:
+            order = [(c, f) for f in frags for c in copies]
+        for (hop, macs), (off, chunk, mf) in order:
+            if i % 2 == 0:
+                h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(chunk), ident,
+                                (mf << 13) | (off // 8), hop, 17, 0,
+                                bytes([10, 1, 0, 1]), bytes([10, 2, 0, 1]))
+                h = h[:10] + struct.pack("!H", csum(h)) + h[12:]
+                et = "0800"
+            else:
+                h = struct.pack("!IHBB16s16s", 0x60000000, 8 + len(chunk), 44, hop,
+                                bytes.fromhex("fd010000000000000000000000000001"),
+                                bytes.fromhex("fd020000000000000000000000000001"))
+                h += struct.pack("!BBHI", 17, 0, off | mf, ident)
+                et = "86dd"
+            frames.append((t, bytes.fromhex(macs + et) + h + chunk))
+            t += 0.000001
+            if hop == 63 or (batched and i % 3 == 0):
+                t += 0.00005
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xa1b23c4d, 2, 4, 0, 0, 65535, 1))
         for ts, b in frames:
@@ -121,6 +130,7 @@ def anydup(path, n=800, idmod=256, seed=9):
 
 def gen(d):
     anydup(f"{d}/anydup.pcap")
+    anydup(f"{d}/anydup_batch.pcap", batched=True)
     write(f"{d}/flight.pcap", flight(200, 50))
     f6 = flight(60, 20, v6=True)
     write(f"{d}/flight6.pcap", f6, nano=False)
