@@ -197,7 +197,10 @@ static void keep_payload(struct dfr_late *l, struct dfr_late_slot *s, const stru
 	if (!ip)
 		return;
 	hdr = f->k.family == 4 ? (ip[0] & 0x0fu) * 4u : f->unfrag;
-	if (hdr >= dgram->len || dgram->len - hdr > DFR_LATE_RING)
+	/* (an IPv6 datagram's part in front is its first fragment's: where the
+	 * completing one is the last, its end must be the datagram's) */
+	if (hdr >= dgram->len || dgram->len - hdr > DFR_LATE_RING ||
+	    (!f->mf && dgram->len - hdr != f->off + f->len))
 		return;
 	n = dgram->len - hdr;
 	if (!l->ring && !(l->ring = malloc(DFR_LATE_RING)))

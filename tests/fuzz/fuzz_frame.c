@@ -27,8 +27,11 @@
  *     DFR_DROPPED, and so is a copy with its TTL or hop limit one lower
  *     (a forwarded copy, as `tcpdump -i any` sees it). Then, by the flags:
  *     a copy with the last payload byte changed (where the payload's place
- *     is known: IPv4, or IPv6 with the fragment header first), or the same
- *     frame 1.5 s later (past DFR_LATE_WINDOW_NS), is not dropped.
+ *     is known: IPv4, or IPv6 with the fragment header first; and under
+ *     the strict policy, where the datagram holds the completing
+ *     fragment's own bytes, which the rule also compares a copy with), or
+ *     the same frame 1.5 s later (past DFR_LATE_WINDOW_NS), is not
+ *     dropped.
  *   - The discard hook: every fragment the table gives up on rebuilds
  *     (dfr_frame_discarded) into a frame that ends with its bytes.
  *   - At the end of an input the timers run past every queue: no queue and
@@ -156,7 +159,7 @@ static enum dfr_verdict fz_frame(struct rxp_defrag_table *t, const struct dfr_fr
 /* Copies of f, whose fragment at the link's level (at ip_off) completed a
  * datagram (see the top); which: the flags' bits 5-6. */
 static void fz_copies(struct rxp_defrag_table *t, struct dfr_frame *f, uint32_t ip_off,
-		      unsigned which)
+		      unsigned which, bool strict)
 {
 	struct dfr_frame c = *f;
 	uint32_t ipo, iplen, pay;
@@ -173,7 +176,7 @@ static void fz_copies(struct rxp_defrag_table *t, struct dfr_frame *f, uint32_t 
 	FZ_CHECK(fz_frame(t, &c, true, &ipo, &done) == DFR_DROPPED);
 	(*hop)++;
 	FZ_CHECK(!rxp_decap_ip_info(ip, f->caplen - ip_off, &iplen, &frag) && frag);
-	if (which == 1) {
+	if (which == 1 && strict) {
 		/* where the payload starts, when that is known without a walk */
 		if ((ip[0] >> 4) == 4)
 			pay = (ip[0] & 0x0f) * 4u;
@@ -233,7 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f.ts_ns += steps[fl & 7];
 		fz_frame(t, &f, late, &ip_off, &done);
 		if (done && late)
-			fz_copies(t, &f, ip_off, (fl >> 5) & 3);
+			fz_copies(t, &f, ip_off, (fl >> 5) & 3, (cfg & 3) == 0);
 		if (fl & 8)
 			rxp_defrag_expire(t, f.ts_ns);
 		data += len;
