@@ -52,6 +52,10 @@
 #define CLOCK_WIN 7
 #define MAX_FILTERS 16 /* link types a filter is compiled for */
 #define POOL_MARGIN 4096 /* packets beyond what the table can hold */
+/* Header bytes a head of c.hp holds: the link and IP headers of nearly
+ * every fragment (Ethernet, two VLAN tags and IPv4 with options: 82;
+ * IPv6 with a fragment header: 62), 3 of alignment. */
+#define HEAD_ROOM 192u
 
 struct bulk_clock {
 	bool median; /* else the latest timestamp */
@@ -74,6 +78,7 @@ struct dctx {
 	struct dio_in *in;
 	struct dio_out *out;
 	struct rxp_pktpool *pp;
+	struct rxp_pktpool *hp; /* heads of fragments that reference IN (dfr_frames_set_refs) */
 	struct dfr_frames *frames;
 	struct dpol *pol; /* --policy all */
 	struct drep *rep; /* the table's events: --report, the summary table */
@@ -372,7 +377,9 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 			       .caplen = r->caplen,
 			       .ts_ns = r->ts_ns,
 			       /* not while the discard hook may write OUT */
-			       .room = c->keep ? NULL : dio_out_room(c->out, DFR_OUT_MAX)};
+			       .room = c->keep ? NULL : dio_out_room(c->out, DFR_OUT_MAX),
+			       .src = r->page,
+			       .src_off = r->page_off};
 	struct dfr_out fo;
 	uint64_t now;
 
@@ -726,11 +733,21 @@ static int defrag_main(int argc, char **argv)
 	cfg.event_arg = c.rep;
 	{
 		struct rxp_pktpool_config pc = {.name = "defrag"};
+		struct rxp_pktpool_config hc = {.name = "defrag-heads",
+						.buf_size = RXP_HEADROOM_DEFAULT + HEAD_ROOM,
+						.headroom = RXP_HEADROOM_DEFAULT};
 		struct rxp_defrag_config all = cfg;
 
 		all.mem_limit *= s.all ? RXP_DEFRAG_POLICY_MAX : 1; /* every table's */
 		rxp_defrag_pool_config(&all, POOL_MARGIN, &pc);
 		c.pp = rxp_pktpool_create(&pc);
+		/* Sized as pc is, for packets of its small buffers: a table
+		 * at its cap holds no more of them (each costs at least its
+		 * head, and references DFR_REF_MIN bytes more). */
+		if (cfg.policy == RXP_DEFRAG_STRICT) {
+			rxp_defrag_pool_config(&cfg, POOL_MARGIN, &hc);
+			c.hp = rxp_pktpool_create(&hc);
+		}
 	}
 	if (s.keep) {
 		c.keep = true;
@@ -740,6 +757,11 @@ static int defrag_main(int argc, char **argv)
 	dfr_frame_table_config(&cfg);
 	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
 	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
+	/* Without the head pool, every fragment is copied: the same output. */
+	if (c.frames && c.hp && dfr_frames_set_refs(c.frames, c.hp)) {
+		rxp_pktpool_destroy(c.hp);
+		c.hp = NULL;
+	}
 	if (c.frames && !s.kernel && dfr_frames_set_late(c.frames)) {
 		dfr_frames_destroy(c.frames);
 		c.frames = NULL;
@@ -817,7 +839,7 @@ out:
 	if (c.report && c.report != stdout)
 		fclose(c.report);
 	drep_destroy(c.rep);
-	if (c.pp && rxp_pktpool_destroy(c.pp)) {
+	if ((c.pp ? rxp_pktpool_destroy(c.pp) : 0) + (c.hp ? rxp_pktpool_destroy(c.hp) : 0)) {
 		fprintf(stderr, "rxpath defrag: packet leak\n");
 		rc = RXP_EXIT_FAIL;
 	}

@@ -37,7 +37,9 @@
 
 struct dfr_frames {
 	struct rxp_pktpool *pp;
+	struct rxp_pktpool *hp; /* heads of fragments referencing their frame, or NULL */
 	unsigned headroom;
+	unsigned hp_room; /* the most header bytes (and 3 of alignment) a head of hp holds */
 	struct dfr_frame_stats st;
 	struct rxp_decap d;
 	struct dfr_zones *zones;
@@ -96,6 +98,18 @@ int dfr_frames_set_late(struct dfr_frames *fs)
 {
 	if (!fs->late && !(fs->late = dfr_late_create()))
 		return -1;
+	return 0;
+}
+
+int dfr_frames_set_refs(struct dfr_frames *fs, struct rxp_pktpool *hp)
+{
+	if (rxp_pktpool_headroom(hp) != fs->headroom ||
+	    rxp_pktpool_buf_size(hp) < fs->headroom + 64u) {
+		errno = EINVAL;
+		return -1;
+	}
+	fs->hp = hp;
+	fs->hp_room = rxp_pktpool_buf_size(hp) - fs->headroom;
 	return 0;
 }
 
@@ -181,6 +195,50 @@ static struct rxp_pkt *make_pkt(struct dfr_frames *fs, const struct dfr_frame *f
 		memcpy(p->head, &o, sizeof(o));
 	if (trail)
 		rxp_decap_fixup(&fs->d, mac, n); /* lengths only shrink: cannot fail */
+	rxp_pkt_pull(p, fs->d.ip_off);
+	p->tstamp_ns = f->ts_ns;
+	p->network_off = (uint16_t)(p->data - p->head);
+	return p;
+}
+
+/* The packet of the fragment in frame f (its IP packet, of iplen bytes,
+ * at fs->d.ip_off, nothing after it) without copying its payload: the
+ * link and IP headers (for IPv6, up to the end of the fragment header) in
+ * a head of fs->hp, the rest a frag referencing f->src. NULL when it does
+ * not qualify or no head is left: then make_pkt copies it. */
+static struct rxp_pkt *make_ref_pkt(struct dfr_frames *fs, const struct dfr_frame *f,
+				    uint32_t iplen)
+{
+	const uint8_t *ip = f->data + fs->d.ip_off;
+	struct pkt_origin o = {ORIGIN_MAGIC, f->dlt, f->iface, 0};
+	uint32_t hlen, n = fs->d.ip_off + iplen;
+	struct rxp_pkt *p;
+
+	if ((ip[0] >> 4) == 4) {
+		hlen = (ip[0] & 0x0fu) * 4u;
+	} else {
+		hlen = rxp_decap_ipv6_frag_off(ip, iplen);
+		if (!hlen)
+			return NULL;
+		hlen += RXP_IPV6_FRAGHDR_LEN;
+	}
+	hlen += fs->d.ip_off;
+	if (hlen + 3 > fs->hp_room || hlen > n || n - hlen < DFR_REF_MIN ||
+	    sizeof(o) > fs->headroom)
+		return NULL;
+	p = rxp_pkt_alloc(fs->hp, hlen + 3);
+	if (!p)
+		return NULL;
+	o.pad = (uint32_t)(-(uintptr_t)(p->data + fs->d.ip_off) & 3);
+	rxp_pkt_reserve(p, o.pad);
+	memcpy(rxp_pkt_put(p, hlen), f->data, hlen);
+	memcpy(p->head, &o, sizeof(o));
+	rxp_page_get(f->src);
+	if (rxp_pkt_add_frag(p, f->src, f->src_off + hlen, n - hlen, n - hlen)) {
+		rxp_page_put(f->src);
+		rxp_pkt_consume(p);
+		return NULL;
+	}
 	rxp_pkt_pull(p, fs->d.ip_off);
 	p->tstamp_ns = f->ts_ns;
 	p->network_off = (uint16_t)(p->data - p->head);
@@ -377,7 +435,10 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		fs->st.late_duplicates++;
 		return DFR_DROPPED;
 	}
-	p = make_pkt(fs, f, frame, d->ip_off + iplen, d->ip_off + iplen < caplen);
+	p = frag && f->src && fs->hp && d->ip_off + iplen == caplen ? make_ref_pkt(fs, f, iplen)
+								    : NULL;
+	if (!p)
+		p = make_pkt(fs, f, frame, d->ip_off + iplen, d->ip_off + iplen < caplen);
 	if (!p)
 		return DFR_PASS;
 	for (bool outer = true;; outer = false) {

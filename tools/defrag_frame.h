@@ -38,6 +38,13 @@ struct dfr_frame {
 	 * buffer: then writing it copies nothing); they must not change while
 	 * the call runs */
 	uint8_t *room;
+	/* NULL, or a page that holds data at src_off, whose bytes stay as
+	 * they are while it has references: a layer given a head pool
+	 * (dfr_frames_set_refs) then makes a fragment's packet of its
+	 * headers alone and references its payload there (rxp_page_get)
+	 * instead of copying it */
+	struct rxp_page *src;
+	uint32_t src_off;
 };
 
 /* Largest frame read (libpcap's snaplen cap); an output frame is at most
@@ -90,6 +97,17 @@ void dfr_frames_reset(struct dfr_frames *fs);
 /* Drop late duplicates (defrag_late.h) from now on: 0, or -1 with errno
  * ENOMEM. Off until called. */
 int dfr_frames_set_late(struct dfr_frames *fs);
+
+/* From now on, a fragment of a frame that comes with a source page
+ * (dfr_frame.src) and has at least DFR_REF_MIN payload bytes is made in
+ * hp: its link and IP headers copied into a small head, its payload a
+ * page frag referencing the frame (reassembly then joins the references,
+ * and only the output frame copies the bytes). For the strict policy's
+ * table only (target policies may rewrite a fragment's bytes). hp must
+ * have the headroom of the layer's pool and outlive the layer: 0, or -1
+ * with errno EINVAL. Off until called (every fragment copied). */
+#define DFR_REF_MIN 256u
+int dfr_frames_set_refs(struct dfr_frames *fs, struct rxp_pktpool *hp);
 
 /* Takes one frame and feeds what it carries to t, on the table's clock
  * now_ns (which may differ from the frame's own time). */

@@ -21,6 +21,7 @@
 
 struct dio_in;
 struct dio_out;
+struct rxp_page;
 
 /* One record read. data is valid until the next dio_read(). */
 struct dio_rec {
@@ -32,6 +33,12 @@ struct dio_rec {
 	uint64_t ts_ns; /* its timestamp */
 	uint64_t number; /* 1 for the first record, as tshark's frame.number */
 	uint32_t iface; /* its interface (pcapng), 0 otherwise */
+	/* NULL, or a page data lies in, at page_off (a plain pcap file read
+	 * mapped): a reference taken on it (rxp_page_get) keeps the record's
+	 * bytes readable past the next dio_read, until it is put back; every
+	 * reference must be gone before dio_close_in */
+	struct rxp_page *page;
+	uint32_t page_off;
 };
 
 /* How a read ended. */

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rxpath/page.h"
+
 #include "defrag_io_internal.h"
 
 /* The file is read in chunks by a reader thread, a few ahead of the
@@ -48,11 +50,32 @@ struct in_slot {
 #define IN_RELEASE (4u << 20)
 #define IN_STEP (1u << 20)
 
+/* A record's bytes may outlive the next read (dio_rec.page): the mapping
+ * is cut into regions of IN_REGION bytes, each an rxp_page over the map
+ * from its start to the file's end (a record is its data's region's, and
+ * may run past it). A region holds a reference of its own until the
+ * parser has passed it, and one for each that its records gave out; when
+ * the last goes (on the parser's thread: rxp_page_put) the region is let
+ * go as a whole (MADV_DONTNEED by the reader thread), and not before, so
+ * that a fragment held for reassembly is not faulted in again when its
+ * datagram is written. What lies before the first region still held goes
+ * IN_RELEASE behind the parser, as without references. A region let go
+ * early that a held record runs into is only faulted in again: the map
+ * is read-only, its pages come back from the page cache. */
+#define IN_REGION (2u << 20)
+
 struct fast_in {
 	int fd;
 	uint8_t *map; /* the mapped file, or NULL (chunks read) */
 	size_t map_len;
 	size_t released; /* map[0, released) let go (MADV_DONTNEED) */
+	struct rxp_page *reg; /* the regions (IN_REGION), or NULL */
+	size_t nreg;
+	size_t reg_cur; /* the parser's region: it holds its own reference on it and after */
+	size_t reg_live; /* the first region still held (main thread) */
+	size_t keep; /* what the reader thread must keep: reg_live's start, as last told */
+	size_t *pend; /* regions past keep let go but not yet released, for the reader */
+	size_t npend;
 	size_t populated; /* map[.., populated) mapped ahead */
 	size_t seen; /* the parser's position, as it last told */
 	size_t tell_at; /* where the parser tells it next */
@@ -181,6 +204,63 @@ static int fast_end(struct dio_in *in, enum dio_end end, const char *fmt, ...)
 	return 0;
 }
 
+/* A region's last reference went (its release function, on the parser's
+ * thread): the regions before the first one still held are let go
+ * through keep (map_tell), others one by one through pend. */
+static void region_released(struct rxp_page *pg)
+{
+	struct fast_in *f = pg->owner;
+	size_t i = (size_t)(pg - f->reg);
+
+	pg->priv = 1;
+	if (i != f->reg_live) {
+		if (f->threaded) {
+			pthread_mutex_lock(&f->mu);
+			f->pend[f->npend++] = i;
+			pthread_cond_signal(&f->cv);
+			pthread_mutex_unlock(&f->mu);
+		}
+		return;
+	}
+	while (f->reg_live < f->nreg && f->reg[f->reg_live].priv)
+		f->reg_live++;
+}
+
+/* The parser reads a record of region i (>= reg_cur): its own references
+ * on the regions before go. */
+static void region_enter(struct fast_in *f, size_t i)
+{
+	while (f->reg_cur < i)
+		rxp_page_put(&f->reg[f->reg_cur++]);
+}
+
+/* Regions let go one by one (f->pend): released, at most one batch a call
+ * (the lock is dropped meanwhile); whether there were any. */
+static bool release_pending(struct fast_in *f, size_t page)
+{
+	size_t batch[16], n = 0;
+
+	while (f->npend && n < 16) {
+		size_t i = f->pend[--f->npend];
+
+		if ((i + 1) * (size_t)IN_REGION > f->keep) /* (else keep covers it) */
+			batch[n++] = i;
+	}
+	if (!n)
+		return false;
+	pthread_mutex_unlock(&f->mu);
+	for (size_t k = 0; k < n; k++) {
+		size_t a = batch[k] * (size_t)IN_REGION, b = a + IN_REGION;
+
+		a = (a + page - 1) & ~(page - 1); /* (a record before may run into it) */
+		b = b < f->map_len ? b & ~(page - 1) : f->map_len;
+		if (b > a)
+			madvise(f->map + a, b - a, MADV_DONTNEED);
+	}
+	pthread_mutex_lock(&f->mu);
+	return true;
+}
+
 /* The mapped file's reader thread (see IN_AHEAD). */
 static void *map_main(void *arg)
 {
@@ -190,7 +270,8 @@ static void *map_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	while (!f->quit) {
 		size_t want = f->seen + IN_AHEAD < f->map_len ? f->seen + IN_AHEAD : f->map_len;
-		size_t from = f->populated, behind = f->seen & ~(page - 1);
+		size_t from = f->populated;
+		size_t behind = (f->reg && f->keep < f->seen ? f->keep : f->seen) & ~(page - 1);
 
 		if (from < want) {
 			size_t to = want - from > IN_STEP ? from + IN_STEP : want;
@@ -208,7 +289,7 @@ static void *map_main(void *arg)
 			madvise(f->map + f->released, behind - f->released, MADV_DONTNEED);
 			pthread_mutex_lock(&f->mu);
 			f->released = behind;
-		} else {
+		} else if (!f->npend || !release_pending(f, page)) {
 			pthread_cond_wait(&f->cv, &f->mu);
 		}
 	}
@@ -225,6 +306,7 @@ static void map_tell(struct fast_in *f)
 		return;
 	pthread_mutex_lock(&f->mu);
 	f->seen = f->pos;
+	f->keep = f->reg_live * (size_t)IN_REGION;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }
@@ -291,6 +373,14 @@ int dio_read_fast(struct dio_in *in, struct dio_rec *r)
 	in->rec.rec_header.packet_header.len = h[3];
 	in->data = d;
 	memset(r, 0, sizeof(*r));
+	if (f->reg) {
+		size_t at = (size_t)(d - f->map), i = at / IN_REGION;
+
+		if (i != f->reg_cur)
+			region_enter(f, i);
+		r->page = &f->reg[i];
+		r->page_off = (uint32_t)(at - i * (size_t)IN_REGION);
+	}
 	r->number = ++in->count;
 	r->data = d;
 	r->packet = true;
@@ -342,6 +432,8 @@ void dio_fast_close(struct fast_in *f)
 	}
 	if (f->map) /* (after the thread that uses it) */
 		munmap(f->map, f->map_len);
+	free(f->reg); /* (no references left: dio_rec.page) */
+	free(f->pend);
 	if (f->fd >= 0)
 		close(f->fd);
 	for (unsigned i = 0; i < IN_SLOTS; i++)
@@ -366,6 +458,26 @@ static int map_file(struct fast_in *f, const struct stat *st)
 		madvise(m, (size_t)st->st_size, MADV_SEQUENTIAL);
 	f->map = m;
 	f->map_len = (size_t)st->st_size;
+	f->nreg = f->map_len / IN_REGION + 1;
+	f->reg = calloc(f->nreg, sizeof(*f->reg));
+	f->pend = calloc(f->nreg, sizeof(*f->pend));
+	if (!f->reg || !f->pend) { /* records are then only valid until the next read */
+		free(f->reg);
+		free(f->pend);
+		f->reg = NULL;
+		f->pend = NULL;
+	}
+	for (size_t i = 0; f->reg && i < f->nreg; i++) {
+		struct rxp_page *pg = &f->reg[i];
+
+		rxp_page_set_refcount(pg, 1);
+		pg->addr = (uint8_t *)m + i * (size_t)IN_REGION;
+		pg->size = (uint32_t)(f->map_len - i * (size_t)IN_REGION > UINT32_MAX
+					      ? UINT32_MAX
+					      : f->map_len - i * (size_t)IN_REGION);
+		pg->release = region_released;
+		pg->owner = f;
+	}
 	f->buf = f->map;
 	f->pos = PCAP_FILE_HDR;
 	f->released = 0;

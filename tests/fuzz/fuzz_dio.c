@@ -13,7 +13,10 @@
  *      must give the same records, bytes, lengths, link types, interfaces
  *      and timestamps, and stop at the same record), every third packet
  *      as a new frame of the same bytes (dio_write_frame), the other
- *      records as they were (dio_write_same);
+ *      records as they were (dio_write_same); a record that comes with
+ *      a page (a mapped plain pcap) lies in it, and every other such
+ *      record is held by a reference on it to the end of the reading,
+ *      when its bytes must still be what they were;
  *   C. the file written, read back: exactly the packets written, A's in
  *      order, with the same bytes, link type and timestamp (exact from
  *      nanosecond pcap and pcapng, to the microsecond from other formats;
@@ -71,6 +74,7 @@
 
 #include "defrag_io_internal.h"
 #include "fuzz.h"
+#include "rxpath/page.h"
 
 #define MAXREC 512
 
@@ -82,6 +86,13 @@ struct seen {
 };
 
 static struct seen a[MAXREC], b[MAXREC];
+/* Records of B held past the next read (dio_rec.page): their page, where
+ * they lie in it, and which record they were. */
+static struct {
+	struct rxp_page *page;
+	uint32_t off;
+	int i;
+} held[MAXREC];
 static char dir[64], inpath[96], outpath[96], named[96], tmpglob[128];
 static int in_fd = -1;
 static size_t in_len; /* of the file at inpath */
@@ -341,6 +352,7 @@ static int fz_one(const uint8_t *data, size_t size)
 	 * it at close), the rest to "-" */
 	bool by_name = (fz_sum(data, (uint32_t)size) & 255) == 0;
 	int na, nb = 0, nc, pk = 0, written = 0, closed, fd = STDOUT_FILENO;
+	unsigned nheld = 0;
 	off_t len;
 
 	if (!dir[0]) {
@@ -405,6 +417,18 @@ static int fz_one(const uint8_t *data, size_t size)
 	while (nb < MAXREC && dio_read(in, &r)) {
 		FZ_CHECK(r.number == (uint64_t)nb + 1);
 		fz_note(&b[nb], &r);
+		if (r.page) {
+			/* the record lies in its page; every other one is held
+			 * to the end of the reading, as a fragment would be */
+			FZ_CHECK(r.page->addr + r.page_off == r.data);
+			FZ_CHECK((uint64_t)r.page_off + r.caplen <= r.page->size);
+			if (nb % 2 == 0) {
+				rxp_page_get(r.page);
+				held[nheld].page = r.page;
+				held[nheld].off = r.page_off;
+				held[nheld++].i = nb;
+			}
+		}
 		if (!other)
 			a[nb] = b[nb];
 		/* the same records, whichever reader gave them */
@@ -430,6 +454,11 @@ static int fz_one(const uint8_t *data, size_t size)
 		na = nb;
 	else if (!stopped && nb < MAXREC)
 		FZ_CHECK(nb == na); /* both readers stop at the same record */
+	for (unsigned k = 0; k < nheld; k++) { /* still the bytes they were */
+		FZ_CHECK(fz_sum(held[k].page->addr + held[k].off, b[held[k].i].caplen) ==
+			 b[held[k].i].sum);
+		rxp_page_put(held[k].page);
+	}
 	dio_close_in(in);
 	closed = dio_close_out(out, true, err, sizeof(err));
 	fz_out_end();

@@ -7,7 +7,9 @@
  * An input is one configuration byte (bit 0: late duplicates dropped, as
  * in the file profile; bit 1: output frames built in the caller's room;
  * bits 2-3: the table's policy, of strict, bsd, last and windows; bit 4:
- * the Linux-like pressure policy), then records
+ * the Linux-like pressure policy; bit 5, under the strict policy: frames
+ * come with a source page, the input itself, that fragments reference
+ * rather than copy, as rxpath defrag's mapped input does), then records
  *   [1 byte link type][1 byte flags][2 bytes length][length bytes of frame]
  * (link type: an index into the link types rxpath reads, else the byte
  * itself; flags bits 0-2: how far capture time moves first, of 0, 1 ms,
@@ -35,15 +37,16 @@
  *   - The discard hook: every fragment the table gives up on rebuilds
  *     (dfr_frame_discarded) into a frame that ends with its bytes.
  *   - At the end of an input the timers run past every queue: no queue and
- *     no memory left in the table, and nothing out of the pool once the
- *     frame layer is reset.
+ *     no memory left in the table, nothing out of either pool once the
+ *     frame layer is reset, and no reference left on the source page.
  *
  * The seeds are real captures cut into inputs (gen_frame_corpus.py, on
  * what tests/cli/defrag_links.sh captured from the kernel and wrapped in
  * every link layer and tunnel).
  *
- * The pool, one table per (policy, pressure) and two frame layers (with
- * and without late duplicates) live as long as the process: after an
+ * The pools, one table per (policy, pressure) and four frame layers
+ * (with and without late duplicates and references) live as long as the
+ * process: after an
  * input its table is emptied (see fuzz_defrag.c: an emptied table is a
  * fresh one) and then its frame layer is reset (dfr_frames_reset), so an
  * input behaves the same whatever ran before it. (Made per input, the
@@ -69,7 +72,15 @@ static const uint64_t steps[8] = {0,	     MS,	 100 * MS,   900 * MS,
 				  1100 * MS, 10000 * MS, 31000 * MS, 61000 * MS};
 
 static struct rxp_defrag_table *tables[NCFG];
-static struct dfr_frames *layers[2]; /* without, with late duplicates */
+static struct dfr_frames *layers[2][2]; /* [late duplicates][references] */
+static struct rxp_pktpool *heads; /* the heads of fragments that reference the input */
+static struct rxp_page in_page; /* the input, as the frames' source page */
+
+static void in_page_released(struct rxp_page *pg)
+{
+	(void)pg;
+	FZ_CHECK(!"the input page lost its own reference");
+}
 static struct dfr_frames *cur; /* the frame layer of the input running */
 static uint8_t room[DFR_OUT_MAX];
 static uint8_t copy[65536];
@@ -169,6 +180,7 @@ static void fz_copies(struct rxp_defrag_table *t, struct dfr_frame *f, uint32_t 
 	FZ_CHECK(f->caplen <= sizeof(copy) && ip_off < f->caplen);
 	memcpy(copy, f->data, f->caplen);
 	c.data = copy;
+	c.src = NULL; /* (the copy is not in the input) */
 	ip = copy + ip_off;
 	hop = ip + ((ip[0] >> 4) == 4 ? 8 : 7); /* TTL, hop limit */
 	FZ_CHECK(fz_frame(t, &c, true, &ipo, &done) == DFR_DROPPED); /* the same frame */
@@ -201,7 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rxp_defrag_table *t;
 	struct rxp_defrag_counters ct;
 	struct dfr_frame f = {0};
-	bool late;
+	const uint8_t *base = data;
+	bool late, refs;
 	unsigned cfg;
 
 	if (size < 1)
@@ -211,12 +224,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	late = data[0] & 1;
 	f.room = (data[0] & 2) ? room : NULL;
 	cfg = (data[0] >> 2) & (NCFG - 1);
+	refs = (data[0] & 0x20) && (cfg & 3) == 0; /* as rxpath defrag: strict only */
 	t = table_for(cfg);
-	if (!layers[late]) {
-		layers[late] = dfr_frames_create(pp);
-		FZ_CHECK(layers[late] && (!late || !dfr_frames_set_late(layers[late])));
+	if (!heads) {
+		struct rxp_pktpool_config hc = {.name = "fz-heads",
+						.buf_size = RXP_HEADROOM_DEFAULT + 192,
+						.headroom = RXP_HEADROOM_DEFAULT};
+
+		rxp_defrag_pool_config(&dc, 64, &hc);
+		heads = rxp_pktpool_create(&hc);
+		FZ_CHECK(heads);
 	}
-	cur = layers[late];
+	if (!layers[late][refs]) {
+		struct dfr_frames *fs = dfr_frames_create(pp);
+
+		FZ_CHECK(fs && (!late || !dfr_frames_set_late(fs)) &&
+			 (!refs || !dfr_frames_set_refs(fs, heads)));
+		layers[late][refs] = fs;
+	}
+	cur = layers[late][refs];
+	rxp_page_set_refcount(&in_page, 1);
+	in_page.addr = (uint8_t *)(uintptr_t)data;
+	in_page.size = (uint32_t)size;
+	in_page.release = in_page_released;
+	f.src = refs ? &in_page : NULL;
 	data++;
 	size--;
 	while (size >= 4) {
@@ -232,6 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f.dlt = lt < FZ_NLT ? (int)fz_linktypes[lt] : lt;
 		f.iface = (fl >> 4) & 1;
 		f.data = data;
+		f.src_off = (uint32_t)(data - base);
 		f.caplen = (uint32_t)len;
 		f.ts_ns += steps[fl & 7];
 		fz_frame(t, &f, late, &ip_off, &done);
@@ -248,5 +280,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dfr_frames_reset(cur);
 	cur = NULL;
 	fz_pool_quiet(pp);
+	fz_pool_quiet(heads);
+	FZ_CHECK(rxp_page_refcount(&in_page) == 1);
 	return 0;
 }
