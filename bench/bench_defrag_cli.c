@@ -19,6 +19,8 @@
  * rxpath must report 100,000 datagrams reassembled, tshark must show as
  * many. Writes defrag-cli.csv and defrag-cli.png (gnuplot) to --outdir.
  * Files go to $TMPDIR (default /tmp) and are removed at the end.
+ * `--gen FILE` only writes the capture to FILE, for profiling rxpath defrag
+ * on it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -319,6 +321,8 @@ int main(int argc, char **argv)
 
 	if (argc == 4 && !strcmp(argv[1], "--floor-writev"))
 		return floor_writev(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "--gen"))
+		return gen(argv[2], 100000) ? 1 : 0;
 	bench_parse(argc, argv, &o, "defrag-cli",
 		    "rxpath defrag vs tshark with reassembly vs cp on one generated capture\n"
 		    "(100k datagrams x 4 fragments, 564 MB; --quick: 20k, 113 MB)");
