@@ -83,13 +83,15 @@ struct dfr_frame_stats {
 };
 
 /* pp: the pool packets are made from; it must outlive the frame layer. NULL
- * with errno ENOMEM. */
+ * with errno ENOMEM. dfr_frames_destroy lets go of what the layer holds:
+ * the last datagram, references on a source page (dfr_frame.src). */
 struct dfr_frames *dfr_frames_create(struct rxp_pktpool *pp);
 void dfr_frames_destroy(struct dfr_frames *fs);
 
 /* Forget every frame seen, as if just made: stats, zones (their numbers
  * are given again from 1, so the table must hold nothing of them) and the
- * late duplicates remembered; the datagram last handed out is let go. The
+ * late duplicates remembered; the datagram last handed out, and every
+ * reference on a source page the layer holds, are let go. The
  * late-duplicate setting stays, and so does each link type's one
  * warning. */
 void dfr_frames_reset(struct dfr_frames *fs);
@@ -103,10 +105,14 @@ int dfr_frames_set_late(struct dfr_frames *fs);
  * hp: its link and IP headers copied into a small head, its payload a
  * page frag referencing the frame (reassembly then joins the references,
  * and only the output frame copies the bytes). For the strict policy's
- * table only (target policies may rewrite a fragment's bytes). hp must
- * have the headroom of the layer's pool and outlive the layer: 0, or -1
- * with errno EINVAL. Off until called (every fragment copied). */
+ * table only (target policies may rewrite a fragment's bytes). The layer
+ * takes references on a source page DFR_REF_STOCK at a time and holds the
+ * rest until a frame comes with another page, or it is reset or
+ * destroyed: every source page must outlive that. hp must have the
+ * headroom of the layer's pool and outlive the layer: 0, or -1 with errno
+ * EINVAL. Off until called (every fragment copied). */
 #define DFR_REF_MIN 256u
+#define DFR_REF_STOCK 64u
 int dfr_frames_set_refs(struct dfr_frames *fs, struct rxp_pktpool *hp);
 
 /* Takes one frame and feeds what it carries to t, on the table's clock
