@@ -64,6 +64,8 @@ struct in_slot {
  * is read-only, its pages come back from the page cache. */
 #define IN_REGION (2u << 20)
 
+#define PEEK_AHEAD 8u /* records dio_peek fetches ahead of itself */
+
 struct fast_in {
 	int fd;
 	uint8_t *map; /* the mapped file, or NULL (chunks read) */
@@ -410,6 +412,20 @@ const uint8_t *dio_peek(struct dio_in *in, uint32_t *caplen, int *dlt)
 		return NULL;
 	d = f->buf + f->peek + PCAP_REC_HDR;
 	f->peek += PCAP_REC_HDR + (size_t)h[2];
+	/* Each peek's read of a header waits for the one before (where a
+	 * record starts depends on the last one's length): fetch where the
+	 * one PEEK_AHEAD records on would start if they were all this one's
+	 * size (its header and the frame's first bytes, which the hint
+	 * reads). perf, the bench capture: hint 9% -> 5% of the samples, the
+	 * main thread's 373 -> 354 ms. */
+	{
+		size_t g = f->peek + PEEK_AHEAD * (PCAP_REC_HDR + (size_t)h[2]);
+
+		if (g + 128 <= f->end) {
+			__builtin_prefetch(f->buf + g);
+			__builtin_prefetch(f->buf + g + 64);
+		}
+	}
 	*caplen = h[2]; /* all of it, as read_fast gives it */
 	*dlt = f->dlt;
 	return d;
