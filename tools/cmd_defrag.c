@@ -757,11 +757,14 @@ static int defrag_main(int argc, char **argv)
 	dfr_frame_table_config(&cfg);
 	t = c.pp ? rxp_defrag_table_create(&cfg) : NULL;
 	c.frames = c.pp ? dfr_frames_create(c.pp) : NULL;
-	/* Without the head pool, every fragment is copied: the same output. */
+	/* Without the head pool, every fragment is copied: the same output.
+	 * What references hold of IN stays within the table's cap. */
 	if (c.frames && c.hp && dfr_frames_set_refs(c.frames, c.hp)) {
 		rxp_pktpool_destroy(c.hp);
 		c.hp = NULL;
 	}
+	if (c.hp)
+		dio_in_refs(c.in, cfg.mem_limit);
 	if (c.frames && !s.kernel && dfr_frames_set_late(c.frames)) {
 		dfr_frames_destroy(c.frames);
 		c.frames = NULL;

@@ -256,6 +256,12 @@ int dio_read(struct dio_in *in, struct dio_rec *r)
 	return 1;
 }
 
+void dio_in_refs(struct dio_in *in, uint64_t max_bytes)
+{
+	if (in->fast)
+		dio_fast_refs(in->fast, max_bytes);
+}
+
 enum dio_end dio_in_end(const struct dio_in *in, const char **why)
 {
 	if (why)

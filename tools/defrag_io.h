@@ -34,9 +34,9 @@ struct dio_rec {
 	uint64_t number; /* 1 for the first record, as tshark's frame.number */
 	uint32_t iface; /* its interface (pcapng), 0 otherwise */
 	/* NULL, or a page data lies in, at page_off (a plain pcap file read
-	 * mapped): a reference taken on it (rxp_page_get) keeps the record's
-	 * bytes readable past the next dio_read, until it is put back; every
-	 * reference must be gone before dio_close_in */
+	 * mapped, after dio_in_refs): a reference taken on it (rxp_page_get)
+	 * keeps the record's bytes readable past the next dio_read, until it
+	 * is put back; every reference must be gone before dio_close_in */
 	struct rxp_page *page;
 	uint32_t page_off;
 };
@@ -58,6 +58,11 @@ int dio_read(struct dio_in *in, struct dio_rec *r);
  * wrong (dio_read is what judges it). Valid until that record is read. */
 const uint8_t *dio_peek(struct dio_in *in, uint32_t *caplen, int *dlt);
 enum dio_end dio_in_end(const struct dio_in *in, const char **why);
+/* Give records a page (dio_rec.page) from now on where IN is read mapped,
+ * while the parts of the file behind the record being read that references
+ * still hold (2 MiB each) come to at most max_bytes; 0 (the default): no
+ * pages. */
+void dio_in_refs(struct dio_in *in, uint64_t max_bytes);
 bool dio_in_is_pcapng(const struct dio_in *in);
 /* Name of the input's format ("pcap", "pcapng", ...) and compression
  * ("gzip", "zstd", "lz4" or NULL). */

@@ -78,6 +78,11 @@ struct fast_in {
 	size_t keep; /* what the reader thread must keep: reg_live's start, as last told */
 	size_t *pend; /* regions past keep let go but not yet released, for the reader */
 	size_t npend;
+	/* Regions the parser has passed that are still held, and how many
+	 * may be before records come without a page (dio_in_refs): then a
+	 * fragment is copied, and what one that never completes holds of
+	 * the file stays within the reassembly cap. */
+	size_t held, held_max;
 	size_t populated; /* map[.., populated) mapped ahead */
 	size_t seen; /* the parser's position, as it last told */
 	size_t tell_at; /* where the parser tells it next */
@@ -215,6 +220,7 @@ static void region_released(struct rxp_page *pg)
 	size_t i = (size_t)(pg - f->reg);
 
 	pg->priv = 1;
+	f->held--;
 	if (i != f->reg_live) {
 		if (f->threaded) {
 			pthread_mutex_lock(&f->mu);
@@ -232,8 +238,15 @@ static void region_released(struct rxp_page *pg)
  * on the regions before go. */
 static void region_enter(struct fast_in *f, size_t i)
 {
-	while (f->reg_cur < i)
+	while (f->reg_cur < i) {
+		f->held++; /* (until its release, maybe just below) */
 		rxp_page_put(&f->reg[f->reg_cur++]);
+	}
+}
+
+void dio_fast_refs(struct fast_in *f, uint64_t max_bytes)
+{
+	f->held_max = (size_t)(max_bytes / IN_REGION > SIZE_MAX ? SIZE_MAX : max_bytes / IN_REGION);
 }
 
 /* Regions let go one by one (f->pend): released, at most one batch a call
@@ -380,8 +393,10 @@ int dio_read_fast(struct dio_in *in, struct dio_rec *r)
 
 		if (i != f->reg_cur)
 			region_enter(f, i);
-		r->page = &f->reg[i];
-		r->page_off = (uint32_t)(at - i * (size_t)IN_REGION);
+		if (f->held < f->held_max) {
+			r->page = &f->reg[i];
+			r->page_off = (uint32_t)(at - i * (size_t)IN_REGION);
+		}
 	}
 	r->number = ++in->count;
 	r->data = d;

@@ -68,6 +68,7 @@ void dio_ts_carry(wtap_rec *rec);
 void dio_fast_open(struct dio_in *in);
 int dio_read_fast(struct dio_in *in, struct dio_rec *r);
 void dio_fast_close(struct fast_in *f);
+void dio_fast_refs(struct fast_in *f, uint64_t max_bytes);
 
 /* Switch a plain pcap file not yet read from to libpcap (or read_fast);
  * false if it is not one (then wiretap goes on). */

@@ -12,7 +12,11 @@
 #   whose kept fragment is rebuilt from its references;
 # - the peak resident set is within 24 MB of the same file's without the
 #   held fragment (letting go only up to the first held region kept
-#   nearly all of the file resident: 185 MB against 38 MB).
+#   nearly all of the file resident: 185 MB against 38 MB);
+# - with one such fragment every 370 datagrams (one per region), what
+#   references hold of the file stays within --mem-limit (16m): the peak
+#   resident set is within 24 MB of the plain file's again, and OUT as
+#   from stdin.
 # Needs /usr/bin/python3 only.
 set -u
 RXPATH=${RXPATH:-$(dirname "$0")/../../build/release/rxpath}
@@ -50,6 +54,24 @@ else
 	[ "$held" -le $((base + 24)) ] && ok "peak RSS $held MB with a fragment held, $base MB without" ||
 		bad "peak RSS $held MB with a fragment held, $base MB without: the mapping was not let go"
 fi
+$PY "$GEN" "$T/sparse.pcap" $N 1000 370 || { echo "FAIL: gen"; exit 1; }
+sparse=$(rss "$RXPATH" defrag --mem-limit 16m --json "$T/sparse.pcap" "$T/o_sparse.pcap")
+cp "$T/stdout" "$T/j_sparse"
+if [ "${sparse:--1}" -lt 0 ]; then
+	bad "rxpath defrag failed on sparse"
+else
+	r=$(jget "$T/j_sparse" 'd["reassembled"]')
+	g=$(jget "$T/j_sparse" 'd["given_up"].get("end_of_input", 0)')
+	[ "$r" -eq $N ] && [ "$g" -eq 82 ] &&
+		ok "sparse: $r datagrams reassembled, $g given up at the end" ||
+		bad "sparse: $r reassembled (want $N), $g given up at the end (want 82)"
+	[ "$sparse" -le $((base + 24)) ] &&
+		ok "peak RSS $sparse MB with a fragment held every 2 MiB, --mem-limit 16m" ||
+		bad "peak RSS $sparse MB with a fragment held every 2 MiB, --mem-limit 16m ($base MB plain): references held more than the cap"
+fi
+"$RXPATH" defrag --mem-limit 16m - "$T/o_sparse_stdin.pcap" <"$T/sparse.pcap" 2>/dev/null
+cmp -s "$T/o_sparse.pcap" "$T/o_sparse_stdin.pcap" && ok "sparse: OUT as from stdin" ||
+	bad "sparse: OUT differs from the stdin run's"
 D - "$T/o_stdin.pcap" <"$T/held.pcap" 2>/dev/null
 cmp -s "$T/o_held.pcap" "$T/o_stdin.pcap" && ok "OUT as from stdin (every fragment copied)" ||
 	bad "OUT differs from the stdin run's"

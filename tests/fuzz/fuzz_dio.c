@@ -13,8 +13,9 @@
  *      must give the same records, bytes, lengths, link types, interfaces
  *      and timestamps, and stop at the same record), every third packet
  *      as a new frame of the same bytes (dio_write_frame), the other
- *      records as they were (dio_write_same); a record that comes with
- *      a page (a mapped plain pcap) lies in it, and every other such
+ *      records as they were (dio_write_same); where pages are asked
+ *      for (inputs of size 2 or 3 mod 4), a record that comes with a
+ *      page (a mapped plain pcap) lies in it, and every other such
  *      record is held by a reference on it to the end of the reading,
  *      when its bytes must still be what they were;
  *   C. the file written, read back: exactly the packets written, A's in
@@ -353,6 +354,7 @@ static int fz_one(const uint8_t *data, size_t size)
 	bool by_name = (fz_sum(data, (uint32_t)size) & 255) == 0;
 	int na, nb = 0, nc, pk = 0, written = 0, closed, fd = STDOUT_FILENO;
 	unsigned nheld = 0;
+	bool pages;
 	off_t len;
 
 	if (!dir[0]) {
@@ -391,6 +393,8 @@ static int fz_one(const uint8_t *data, size_t size)
 	in = dio_open_in(inpath, err, sizeof(err));
 	if (!in)
 		return 0;
+	pages = in_len & 2; /* records with pages, or not */
+	dio_in_refs(in, pages ? UINT64_MAX : 0);
 	if (by_name)
 		unlink(named);
 	out = dio_open_out(by_name ? named : "-", in, want_ng, err, sizeof(err));
@@ -417,6 +421,7 @@ static int fz_one(const uint8_t *data, size_t size)
 	while (nb < MAXREC && dio_read(in, &r)) {
 		FZ_CHECK(r.number == (uint64_t)nb + 1);
 		fz_note(&b[nb], &r);
+		FZ_CHECK(pages || !r.page);
 		if (r.page) {
 			/* the record lies in its page; every other one is held
 			 * to the end of the reading, as a fragment would be */

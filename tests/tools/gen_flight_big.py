@@ -2,8 +2,9 @@
 """A large capture fast, without scapy: OUT (nanosecond pcap, Ethernet) of
 N UDP datagrams of 4 fragments of 1360 payload bytes, from 10.1.x.1 to
 10.2.0.2, IDs 0..N-1, sent INFLIGHT at a time (each group's second
-fragments, then fourth, first, third, round robin). With LONE=1 the
-capture starts with a first fragment whose datagram never completes.
+fragments, then fourth, first, third, round robin). LONE: 0, or 1 for a
+first fragment whose datagram never completes at the start of the
+capture, or K > 1 for one such before every K datagrams.
 Usage: gen_flight_big.py OUT N INFLIGHT LONE"""
 import struct
 import sys
@@ -20,7 +21,7 @@ def csum(b):
 
 
 def main():
-    out, nd, inflight, lone = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+    out, nd, inflight, lone = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     ts = [1700000000 * 10**9]
     f = open(out, "wb")
     f.write(struct.pack("<IHHiIII", 0xa1b23c4d, 2, 4, 0, 0, 65535, 1))
@@ -38,15 +39,19 @@ def main():
         h[10:12] = struct.pack("!H", csum(bytes(h)))
         return ETH + bytes(h) + body
 
-    if lone:
+    if lone == 1:
         rec(frag(0xfffff, 0, bytes(NF * FP)))
     pay = [bytes((i * 7 + j) & 255 for j in range(256)) * (NF * FP // 256 + 1) for i in range(251)]
+    nlone = 1
     for g in range(0, nd, inflight):
         ids = range(g, min(nd, g + inflight))
         ps = {i: struct.pack("!HHHH", 4000, 9999, NF * FP, 0) + pay[i % 251][:NF * FP - 8]
               for i in ids}
         for k in (1, 3, 0, 2):
             for i in ids:
+                if lone > 1 and k == 1 and i % lone == 0:
+                    rec(frag(0x100000 + nlone, 0, bytes(NF * FP)))  # (sources 10.1.16+.1)
+                    nlone += 1
                 rec(frag(i, k, ps[i]))
     f.close()
 
