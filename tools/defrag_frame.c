@@ -201,32 +201,43 @@ struct pkt_origin {
 };
 #define ORIGIN_MAGIC 0x72786672u
 
-/* A packet holding bytes [0, n) of b, its data at the IP header at
- * fs->d.ip_off, which lands on a 4-byte boundary (the table reads IP
- * headers as structs). When the frame went on past the packet (trail),
- * the headers in the packet's headroom are fixed for the packet as it is. */
+/* A packet of pool holding bytes [0, n) of b, its data at the IP header
+ * at fs->d.ip_off, which lands on a 4-byte boundary (the table reads IP
+ * headers as structs), where it came from in its headroom; NULL when the
+ * pool has none left. */
+static struct rxp_pkt *head_pkt(struct dfr_frames *fs, struct rxp_pktpool *pool,
+				const struct dfr_frame *f, const uint8_t *b, uint32_t n)
+{
+	struct rxp_pkt *p = rxp_pkt_alloc(pool, n + 3);
+	struct pkt_origin o = {ORIGIN_MAGIC, f->dlt, f->iface, 0};
+
+	if (!p)
+		return NULL;
+	o.pad = (uint32_t)(-(uintptr_t)(p->data + fs->d.ip_off) & 3);
+	rxp_pkt_reserve(p, o.pad);
+	memcpy(rxp_pkt_put(p, n), b, n);
+	if (fs->headroom >= sizeof(o))
+		memcpy(p->head, &o, sizeof(o));
+	rxp_pkt_pull(p, fs->d.ip_off);
+	p->tstamp_ns = f->ts_ns;
+	p->network_off = (uint16_t)(p->data - p->head);
+	return p;
+}
+
+/* The packet of bytes [0, n) of b (head_pkt, from the layer's pool). When
+ * the frame went on past the packet (trail), the headers in the packet's
+ * headroom are fixed for the packet as it is. */
 static struct rxp_pkt *make_pkt(struct dfr_frames *fs, const struct dfr_frame *f, const uint8_t *b,
 				uint32_t n, bool trail)
 {
-	struct rxp_pkt *p = rxp_pkt_alloc(fs->pp, n + 3);
-	struct pkt_origin o = {ORIGIN_MAGIC, f->dlt, f->iface, 0};
-	uint8_t *mac;
+	struct rxp_pkt *p = head_pkt(fs, fs->pp, f, b, n);
 
 	if (!p) {
 		fs->st.alloc_fail++;
 		return NULL;
 	}
-	o.pad = (uint32_t)(-(uintptr_t)(p->data + fs->d.ip_off) & 3);
-	rxp_pkt_reserve(p, o.pad);
-	mac = rxp_pkt_put(p, n);
-	memcpy(mac, b, n);
-	if (fs->headroom >= sizeof(o))
-		memcpy(p->head, &o, sizeof(o));
-	if (trail)
-		rxp_decap_fixup(&fs->d, mac, n); /* lengths only shrink: cannot fail */
-	rxp_pkt_pull(p, fs->d.ip_off);
-	p->tstamp_ns = f->ts_ns;
-	p->network_off = (uint16_t)(p->data - p->head);
+	if (trail) /* lengths only shrink: cannot fail */
+		rxp_decap_fixup(&fs->d, p->data - fs->d.ip_off, n);
 	return p;
 }
 
@@ -239,7 +250,6 @@ static struct rxp_pkt *make_ref_pkt(struct dfr_frames *fs, const struct dfr_fram
 				    uint32_t iplen)
 {
 	const uint8_t *ip = f->data + fs->d.ip_off;
-	struct pkt_origin o = {ORIGIN_MAGIC, f->dlt, f->iface, 0};
 	uint32_t hlen, n = fs->d.ip_off + iplen;
 	struct rxp_pkt *p;
 
@@ -252,25 +262,17 @@ static struct rxp_pkt *make_ref_pkt(struct dfr_frames *fs, const struct dfr_fram
 		hlen += RXP_IPV6_FRAGHDR_LEN;
 	}
 	hlen += fs->d.ip_off;
-	if (hlen + 3 > fs->hp_room || hlen > n || n - hlen < DFR_REF_MIN ||
-	    sizeof(o) > fs->headroom)
+	if (hlen + 3 > fs->hp_room || hlen > n || n - hlen < DFR_REF_MIN)
 		return NULL;
-	p = rxp_pkt_alloc(fs->hp, hlen + 3);
+	p = head_pkt(fs, fs->hp, f, f->data, hlen);
 	if (!p)
 		return NULL;
-	o.pad = (uint32_t)(-(uintptr_t)(p->data + fs->d.ip_off) & 3);
-	rxp_pkt_reserve(p, o.pad);
-	memcpy(rxp_pkt_put(p, hlen), f->data, hlen);
-	memcpy(p->head, &o, sizeof(o));
 	ref_take(fs, f->src);
 	if (rxp_pkt_add_frag(p, f->src, f->src_off + hlen, n - hlen, n - hlen)) {
 		fs->ref_stock++; /* (the reference stays ours) */
 		rxp_pkt_consume(p);
 		return NULL;
 	}
-	rxp_pkt_pull(p, fs->d.ip_off);
-	p->tstamp_ns = f->ts_ns;
-	p->network_off = (uint16_t)(p->data - p->head);
 	return p;
 }
 

@@ -193,8 +193,7 @@ static void keep_payload(struct dfr_late *l, struct dfr_late_slot *s, const stru
 	const uint8_t *ip = rxp_pkt_header_pointer(dgram, 0, 1, b);
 	uint32_t hdr, n, at;
 
-	s->dlen = 0;
-	if (!ip)
+	if (!ip) /* (s->dlen is 0: dfr_late_note) */
 		return;
 	hdr = f->k.family == 4 ? (ip[0] & 0x0fu) * 4u : f->unfrag;
 	/* (an IPv6 datagram's part in front is its first fragment's: where the
