@@ -379,7 +379,8 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 			       /* not while the discard hook may write OUT */
 			       .room = c->keep ? NULL : dio_out_room(c->out, DFR_OUT_MAX),
 			       .src = r->page,
-			       .src_off = r->page_off};
+			       .src_off = r->page_off,
+			       .stable = r->stable};
 	struct dfr_out fo;
 	uint64_t now;
 

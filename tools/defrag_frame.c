@@ -462,7 +462,7 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		return DFR_PASS;
 	}
 	if (frag && fs->late &&
-	    dfr_late_match(fs->late, zone, frame + d->ip_off, iplen, f->ts_ns, &lf)) {
+	    dfr_late_match(fs->late, zone, frame + d->ip_off, iplen, f->ts_ns, f->stable, &lf)) {
 		fs->st.late_duplicates++;
 		return DFR_DROPPED;
 	}

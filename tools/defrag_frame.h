@@ -45,6 +45,11 @@ struct dfr_frame {
 	 * instead of copying it */
 	struct rxp_page *src;
 	uint32_t src_off;
+	/* data stays readable, as it is, until the layer is destroyed (a
+	 * mapped input): the late duplicates' rule then compares a fragment
+	 * with the completing one's bytes there instead of hashing each
+	 * completing fragment (defrag_late.h) */
+	bool stable;
 };
 
 /* Largest frame read (libpcap's snaplen cap); an output frame is at most

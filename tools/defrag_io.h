@@ -39,6 +39,9 @@ struct dio_rec {
 	 * is put back; every reference must be gone before dio_close_in */
 	struct rxp_page *page;
 	uint32_t page_off;
+	/* data stays readable, as it is, until dio_close_in (a plain pcap
+	 * file read mapped), with or without a page */
+	bool stable;
 };
 
 /* How a read ended. */

@@ -399,6 +399,7 @@ int dio_read_fast(struct dio_in *in, struct dio_rec *r)
 		}
 	}
 	r->number = ++in->count;
+	r->stable = f->map != NULL;
 	r->data = d;
 	r->packet = true;
 	r->caplen = caplen;

@@ -16,9 +16,10 @@
  *
  * What: the last DFR_LATE_SLOTS completing fragments are remembered (the
  * datagram's key, the fragment's place and length, and a 64-bit hash of
- * its payload), and a fragment that is one of them again, the same bytes
- * by that hash, within DFR_LATE_WINDOW_NS of capture time, is dropped as a
- * late duplicate. Its IP header (TTL, checksum, options) and link header are
+ * its payload, or where a mapped input holds its bytes), and a fragment
+ * that is one of them again, the same bytes (by that hash, or compared),
+ * within DFR_LATE_WINDOW_NS of capture time, is dropped as a late
+ * duplicate. Its IP header (TTL, checksum, options) and link header are
  * not compared. The key is the table's: zone, family, addresses,
  * identification and (IPv4) protocol. A new datagram that reuses the ID
  * within the window with the same bytes in the same place loses that
@@ -75,16 +76,19 @@ struct dfr_late_frag {
 	uint32_t unfrag; /* IPv6: the bytes before the fragment header */
 	bool mf;
 	const uint8_t *data; /* the payload, in the caller's frame */
+	bool stable; /* data stays until the layer is destroyed */
 	uint32_t bucket; /* in the index */
 	bool ok; /* a fragment that parsed */
 };
 
 /* Whether the IPv4 or IPv6 fragment at ip (len bytes: the IP packet, no
  * more) in zone, at capture time ts_ns, is a remembered one again (see
- * above). Fills *f (ok false for a packet that is not a fragment that
- * parses). */
+ * above). stable: ip's bytes stay readable, as they are, until l is
+ * destroyed (a mapped input); a completing fragment's are then compared
+ * where they are, not hashed. Fills *f (ok false for a packet that is not
+ * a fragment that parses). */
 bool dfr_late_match(struct dfr_late *l, uint32_t zone, const uint8_t *ip, uint32_t len,
-		    uint64_t ts_ns, struct dfr_late_frag *f);
+		    uint64_t ts_ns, bool stable, struct dfr_late_frag *f);
 
 /* The fragment f (from dfr_late_match, its frame's bytes still there)
  * completed datagram dgram (data at its IP header) at capture time ts_ns:

@@ -9,7 +9,10 @@
  * bits 2-3: the table's policy, of strict, bsd, last and windows; bit 4:
  * the Linux-like pressure policy; bit 5, under the strict policy: frames
  * come with a source page, the input itself, that fragments reference
- * rather than copy, as rxpath defrag's mapped input does), then records
+ * rather than copy, as rxpath defrag's mapped input does; bit 6: frames
+ * are stable, their bytes there until the input ends, as a mapped input's
+ * are, so that late duplicates are compared with the completing
+ * fragment's bytes, not its hash), then records
  *   [1 byte link type][1 byte flags][2 bytes length][length bytes of frame]
  * (link type: an index into the link types rxpath reads, else the byte
  * itself; flags bits 0-2: how far capture time moves first, of 0, 1 ms,
@@ -181,6 +184,7 @@ static void fz_copies(struct rxp_defrag_table *t, struct dfr_frame *f, uint32_t 
 	memcpy(copy, f->data, f->caplen);
 	c.data = copy;
 	c.src = NULL; /* (the copy is not in the input) */
+	c.stable = false; /* (nor does it stay: the next copy is written over it) */
 	ip = copy + ip_off;
 	hop = ip + ((ip[0] >> 4) == 4 ? 8 : 7); /* TTL, hop limit */
 	FZ_CHECK(fz_frame(t, &c, true, &ipo, &done) == DFR_DROPPED); /* the same frame */
@@ -248,6 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in_page.size = (uint32_t)size;
 	in_page.release = in_page_released;
 	f.src = refs ? &in_page : NULL;
+	f.stable = data[0] & 0x40;
 	data++;
 	size--;
 	while (size >= 4) {
