@@ -247,6 +247,10 @@ struct rxp_defrag_table {
 	uint32_t nused; /* queues of qarr handed out at least once */
 	struct dfr_fifo freel; /* released queues, linked through tq */
 	struct dfr_fifo fifo[DFR_NFIFO]; /* by dfr_fifo_of(): family, class */
+	/* At most the earliest expiry of a queue in the FIFOs (UINT64_MAX:
+	 * none was armed since the last scan), so that rxp_defrag_expire,
+	 * called per packet, reads no FIFO before anything is due. */
+	uint64_t exp_min;
 	uint32_t qcharge; /* what a queue costs beyond its fragments */
 	uint64_t watch_mem; /* half the cap: see dfr_watching() */
 	uint64_t seq; /* fragments seen so far (atomic ones aside): the clock of

@@ -128,6 +128,7 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	TAILQ_INIT(&t->freel);
 	for (int f = 0; f < DFR_NFIFO; f++)
 		TAILQ_INIT(&t->fifo[f]);
+	t->exp_min = UINT64_MAX;
 	return t;
 nomem:
 	if (t)
@@ -478,6 +479,8 @@ static void arm(struct rxp_defrag_table *t, struct dfr_queue *q, uint64_t now)
 	if (last && last->expires > q->expires)
 		q->expires = last->expires;
 	TAILQ_INSERT_TAIL(f, q, tq);
+	if (q->expires < t->exp_min)
+		t->exp_min = q->expires;
 }
 
 /* The slot of k's source: a keyed multiply-xorshift hash of its address
@@ -710,10 +713,18 @@ void dfr_insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, const st
 	}
 }
 
+/* Each FIFO is in expiry order, so only their heads are read; and none
+ * while now_ns is before exp_min, a lower bound that queues leaving keep
+ * valid (they only raise the earliest expiry), made exact again by each
+ * scan. Called per packet, the scan of six FIFOs was 61 instructions of
+ * rxpath defrag's per fragment under callgrind. */
 unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns)
 {
+	uint64_t next = UINT64_MAX;
 	unsigned n = 0;
 
+	if (now_ns < t->exp_min)
+		return 0;
 	for (int f = 0; f < DFR_NFIFO; f++) {
 		struct dfr_queue *q;
 
@@ -722,6 +733,14 @@ unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns)
 			n++;
 		}
 	}
+	/* (after every kill: a hook may have made queues meanwhile) */
+	for (int f = 0; f < DFR_NFIFO; f++) {
+		struct dfr_queue *q = TAILQ_FIRST(&t->fifo[f]);
+
+		if (q && q->expires < next)
+			next = q->expires;
+	}
+	t->exp_min = next;
 	return n;
 }
 

@@ -415,6 +415,39 @@ static void test_timeout_not_extended(void **state)
 	env_down(&e);
 }
 
+/* rxp_defrag_expire reads no queue before its lower bound on the earliest
+ * expiry: a bound left stale by a queue that completed, a queue made after
+ * a scan that found nothing, and one made with time gone back (clamped to
+ * its FIFO's order) all still expire at their own time, no sooner. */
+static void test_expire_bound(void **state)
+{
+	struct env e;
+	uint8_t *pl = dt_payload(16, 4);
+	struct dt4 a = {.id = 40}, b = {.id = 41}, c = {.id = 42};
+	struct rxp_pkt *r;
+
+	env_up(&e, NULL);
+	assert_null(in4(&e, &a, pl, 0, 8, true, 0)); /* expires at 30 s */
+	assert_int_equal(rxp_defrag_expire(e.t, 1 * NS), 0);
+	r = in4(&e, &a, pl, 8, 8, false, 2 * NS); /* a completes: the bound is stale */
+	assert_non_null(r);
+	rxp_pkt_consume(r);
+	assert_null(in4(&e, &b, pl, 0, 8, true, 10 * NS)); /* 40 s */
+	assert_int_equal(rxp_defrag_expire(e.t, 35 * NS), 0); /* scans: b is not due */
+	assert_null(in4(&e, &c, pl, 0, 8, true, 5 * NS)); /* back in time: clamped to 40 s */
+	assert_int_equal(rxp_defrag_expire(e.t, 40 * NS - 1), 0);
+	assert_int_equal(dt_ctr(e.t).queues, 2);
+	assert_int_equal(rxp_defrag_expire(e.t, 40 * NS), 2);
+	assert_int_equal(dt_ctr(e.t).ReasmTimeout, 2);
+	/* Empty again: the next queue sets the bound afresh. */
+	assert_null(in4(&e, &a, pl, 0, 8, true, 50 * NS)); /* 80 s */
+	assert_int_equal(rxp_defrag_expire(e.t, 79 * NS), 0);
+	assert_int_equal(rxp_defrag_expire(e.t, 80 * NS), 1);
+	assert_int_equal(dt_ctr(e.t).queues, 0);
+	free(pl);
+	env_down(&e);
+}
+
 /* Key separation: protocol, reversed addresses, zone; ID reuse after completion. */
 static void test_keys(void **state)
 {
@@ -788,6 +821,7 @@ int main(void)
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_ecn_df),
 		cmocka_unit_test(test_timeout_not_extended),
+		cmocka_unit_test(test_expire_bound),
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_forward_keeps_boundaries),
 		cmocka_unit_test(test_pressure_policy),
