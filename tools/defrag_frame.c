@@ -395,6 +395,24 @@ undo:
 	return NULL;
 }
 
+/* Ask for every line of res's page frags at once, before they are copied
+ * out. A datagram's fragments came far apart (its payload is not in cache:
+ * referenced in a mapped input, or in buffers written long ago), and a
+ * copy frag by frag met one ramp of misses after another: with the lines
+ * asked for first, they come in parallel. rxpath defrag on the bench
+ * capture, main thread alone (OUT /dev/null): median user time 0.226 ->
+ * 0.214 s (13 runs, alternating), memmove 19% -> 13% of its samples. */
+static void prefetch_frags(const struct rxp_pkt *res)
+{
+	for (unsigned i = 0; i < res->nr_frags; i++) {
+		uintptr_t a = (uintptr_t)(res->frags[i].page->addr + res->frags[i].off);
+		uintptr_t end = a + res->frags[i].size;
+
+		for (a &= ~(uintptr_t)63; a < end; a += 64)
+			__builtin_prefetch((const void *)a);
+	}
+}
+
 /* The output frame for datagram res behind fs->d's headers; false when it
  * cannot be written (then the input frame passes as it came). */
 static bool build_out(struct dfr_frames *fs, const struct rxp_pkt *res, const uint8_t *hdr,
@@ -403,6 +421,7 @@ static bool build_out(struct dfr_frames *fs, const struct rxp_pkt *res, const ui
 	uint32_t hlen = fs->d.ip_off, total = hlen + res->len;
 	uint8_t fam;
 
+	prefetch_frags(res);
 	if (!in_w)
 		memcpy(fs->w, hdr, hlen);
 	if (rxp_pkt_copy_bits(res, 0, fs->w + hlen, res->len))
