@@ -49,6 +49,18 @@ struct in_slot {
 #define IN_AHEAD (4u << 20)
 #define IN_RELEASE (4u << 20)
 #define IN_STEP (1u << 20)
+/* The reader maps pages ahead by reading a byte every IN_TOUCH: each read
+ * faults, and the fault maps the page cache's pages around it (the
+ * kernel's fault-around, 64 KiB by default). MADV_POPULATE_READ did the
+ * same work through get_user_pages, a page walk per page on top: on the
+ * bench capture the run's system time fell from 0.104 to 0.078 s with OUT
+ * /dev/null (median of 11), and to a file from 0.210 to 0.187 s, wall
+ * 0.236 -> 0.221 s (13). A read of every page instead cost more than it
+ * saved (each a miss). Fault-around maps only what the page cache holds:
+ * where the window is smaller, or the file is not cached yet, the parser
+ * maps the rest by faults of its own (reading the disk there): slower,
+ * the same. */
+#define IN_TOUCH (64u << 10)
 
 /* A record's bytes may outlive the next read (dio_rec.page): the mapping
  * is cut into regions of IN_REGION bytes, each an rxp_page over the map
@@ -292,9 +304,9 @@ static void *map_main(void *arg)
 			size_t to = want - from > IN_STEP ? from + IN_STEP : want;
 
 			pthread_mutex_unlock(&f->mu);
-			/* (errors: the parser then faults the pages in itself) */
-			madvise(f->map + (from & ~(page - 1)), to - (from & ~(page - 1)),
-				MADV_POPULATE_READ);
+			/* (a file that shrank: SIGBUS, as the parser would get) */
+			for (size_t a = from & ~(size_t)(IN_TOUCH - 1); a < to; a += IN_TOUCH)
+				(void)*(volatile const uint8_t *)(f->map + a);
 			pthread_mutex_lock(&f->mu);
 			f->populated = to;
 		} else if (behind > f->released + IN_RELEASE) {
