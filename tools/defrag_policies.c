@@ -115,14 +115,20 @@ void dpol_frame(struct dpol *p, const struct dio_rec *r, const struct dfr_frame 
 	const struct rxp_pkt *any = NULL;
 	unsigned nmade = 0;
 	bool same = true;
+	/* The other policies' frames are built in their layers' own buffers:
+	 * in fr's room (OUT's buffer) they were built over main's frame,
+	 * which is written after this, and OUT got the last policy's bytes
+	 * (solaris') where they differed from strict's. */
+	struct dfr_frame f = *fr;
 
+	f.room = NULL;
 	for (unsigned k = 0; k < NPOL; k++) {
 		struct dfr_out fo;
 		const struct dfr_out *o = main;
 
 		if (k) {
 			rxp_defrag_expire(p->t[k], now);
-			o = dfr_frame_process(p->fs[k], p->t[k], fr, now, &fo) == DFR_OUT ? &fo
+			o = dfr_frame_process(p->fs[k], p->t[k], &f, now, &fo) == DFR_OUT ? &fo
 											  : NULL;
 		}
 		if (!o)

@@ -18,7 +18,8 @@ the tshark side of the comparison.
                     (see anydup), with anydup.pcap.truth
       overlap.pcap  for --policy all: datagram 1 without overlap, 2 with a
                     fragment overlapping the first with other bytes (IPv4),
-                    3 the same over IPv6, 4 an overlap with the same bytes
+                    3 the same over IPv6, 4 an overlap with the same bytes,
+                    5 other bytes inside a run, which strict delivers
   defrag_files.py report PCAP JSONL
       checks the --report of events.pcap (see report_check)
   defrag_files.py payloads FILE [defrag]
@@ -287,6 +288,12 @@ def overlaps():
     pk += v6(3, [(0, body[:40], True), (24, alt[:32], True), (56, body[56:], False)])
     # 4: 0-40, then 24-56 with the same bytes, then 56-72
     pk += v4(4, [(0, body[:40], True), (24, body[24:56], True), (56, body[56:], False)])
+    # 5: a run 0-24, 24-48, then 0-48 with other bytes (the run itself:
+    # strict keeps the first bytes and delivers; solaris, processed last
+    # by --policy all, takes the new ones over the second fragment, which
+    # it starts before), then 48-72
+    pk += v4(5, [(0, body[:24], True), (24, body[24:48], True), (0, alt[:48], True),
+                 (48, body[48:], False)])
     for p in pk:
         e = Ether(src="02:00:00:00:00:05", dst="02:00:00:00:00:02") / p
         e.time = t
