@@ -89,6 +89,7 @@ struct dctx {
 	uint64_t out_skipped;
 	int werr; /* errno of the first write that failed */
 	bool keep; /* --keep-incomplete: the table's discard hook writes OUT */
+	bool defer; /* datagrams' frames built a frame later (DFR_LATER) */
 	uint64_t recs, passed, reasm, kept, filtered, pol_diff;
 };
 
@@ -350,6 +351,19 @@ static void on_discard(void *arg, const struct rxp_pkt *pkt)
 		c->kept++;
 }
 
+/* Write the datagrams DFR_LATER left, oldest first, until keep are left. */
+static void flush_later(struct dctx *c, unsigned keep)
+{
+	struct dfr_out o;
+	uint8_t *room;
+
+	while (dfr_frames_npending(c->frames) > keep &&
+	       (room = dio_out_room(c->out, DFR_OUT_MAX)) &&
+	       dfr_frames_pending(c->frames, room, &o))
+		if (dio_write_frame_on(c->out, c->in, o.iface, o.dlt, o.frame, o.len, o.ts_ns))
+			note_werr(c);
+}
+
 /* How many records ahead of the one processed a fragment is hinted to the
  * table (rxp_defrag_prefetch): enough for its queue's cache misses to land
  * meanwhile, few enough that the lines are still there when it comes. */
@@ -380,7 +394,8 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 			       .room = c->keep ? NULL : dio_out_room(c->out, DFR_OUT_MAX),
 			       .src = r->page,
 			       .src_off = r->page_off,
-			       .stable = r->stable};
+			       .stable = r->stable,
+			       .defer = c->defer};
 	struct dfr_out fo;
 	uint64_t now;
 
@@ -400,18 +415,29 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 	case DFR_HELD:
 		if (c->pol)
 			dpol_frame(c->pol, r, &fr, now, NULL, stderr, c->report);
+		flush_later(c, 1);
 		return;
 	case DFR_DROPPED:
+		flush_later(c, 1);
 		return; /* a late duplicate: not for the policy tables either */
+	case DFR_LATER:
+		/* Written after the next record's table work (flush_later),
+		 * when its payload, asked for now, is in: the copy out of a
+		 * datagram's fragments was the main thread's largest stall. */
+		c->reasm++;
+		flush_later(c, 1);
+		return;
 	case DFR_OUT:
 		if (c->pol)
 			dpol_frame(c->pol, r, &fr, now, &fo, stderr, c->report);
+		flush_later(c, 0);
 		if (dio_write_frame(c->out, c->in, fo.frame, fo.len, 0))
 			note_werr(c);
 		c->reasm++;
 		return;
 	}
 pass:
+	flush_later(c, 0);
 	if (dio_write_same(c->out, c->in))
 		note_werr(c);
 	c->passed++;
@@ -779,12 +805,14 @@ static int defrag_main(int argc, char **argv)
 		goto out;
 	}
 	rc = RXP_EXIT_OK;
+	c.defer = !c.keep && !c.pol; /* (whose hooks write or hash OUT's frames now) */
 	for (int i = 0; i < HINT_AHEAD; i++)
 		hint(&c, t);
 	while (!c.werr && dio_read(c.in, &r) == 1) {
 		hint(&c, t);
 		process(&c, t, &clk, &r);
 	}
+	flush_later(&c, 0);
 	end = dio_in_end(c.in, &why);
 	/* End of input: what is left never completed (the hook sees it). */
 	rxp_defrag_get_counters(t, &k);

@@ -34,6 +34,18 @@
 #include "rxpath/wire.h"
 
 #define DFR_MAX_TUNNELS 8u /* tunnels entered per frame */
+#define DFR_PEND_HDR 128u /* link headers a deferred datagram's frame may have */
+
+/* A datagram whose frame is built later (DFR_LATER): its link headers,
+ * already fixed for its length. */
+struct dfr_pending {
+	struct rxp_pkt *res;
+	uint32_t hlen, total;
+	int dlt;
+	uint32_t iface;
+	uint64_t ts_ns;
+	uint8_t hdr[DFR_PEND_HDR];
+};
 
 struct dfr_frames {
 	struct rxp_pktpool *pp;
@@ -50,6 +62,8 @@ struct dfr_frames {
 	struct dfr_zones *zones;
 	struct dfr_late *late; /* NULL: late duplicates go to the table */
 	struct rxp_pkt *last; /* the datagram handed out in dfr_out.dgram */
+	struct dfr_pending pend[2]; /* DFR_LATER's, oldest first */
+	unsigned npend;
 	uint8_t *wbuf; /* headers, then the packet being decapsulated; the output */
 	uint8_t *w; /* what the call uses for it: wbuf, or the frame's room */
 	uint8_t *dbuf; /* dfr_frame_discarded output */
@@ -97,12 +111,20 @@ static void ref_take(struct dfr_frames *fs, struct rxp_page *pg)
 	fs->ref_stock--;
 }
 
+static void pend_drop(struct dfr_frames *fs)
+{
+	for (unsigned i = 0; i < fs->npend; i++)
+		rxp_pkt_consume(fs->pend[i].res);
+	fs->npend = 0;
+}
+
 void dfr_frames_destroy(struct dfr_frames *fs)
 {
 	if (!fs)
 		return;
 	if (fs->last)
 		rxp_pkt_consume(fs->last);
+	pend_drop(fs);
 	ref_stock_drop(fs);
 	dfr_zones_destroy(fs->zones);
 	dfr_late_destroy(fs->late);
@@ -116,6 +138,7 @@ void dfr_frames_reset(struct dfr_frames *fs)
 	if (fs->last)
 		rxp_pkt_consume(fs->last);
 	fs->last = NULL;
+	pend_drop(fs);
 	ref_stock_drop(fs);
 	memset(&fs->st, 0, sizeof(fs->st));
 	dfr_zones_reset(fs->zones);
@@ -413,6 +436,61 @@ static void prefetch_frags(const struct rxp_pkt *res)
 	}
 }
 
+/* Keep res for dfr_frames_pending, with fs->d's headers (hdr) fixed for
+ * it, its payload asked for: false when it cannot be (a tunnel's headers
+ * hold a checksum over the payload, or too long headers). Consumes res
+ * when true. */
+static bool defer_out(struct dfr_frames *fs, struct rxp_pkt *res, const uint8_t *hdr,
+		      const struct dfr_frame *f)
+{
+	struct dfr_pending *p = &fs->pend[fs->npend];
+	uint32_t hlen = fs->d.ip_off;
+
+	if (!f->room || fs->npend == 2 || fs->d.tunnels || hlen > DFR_PEND_HDR || !f->ts_ns)
+		return false;
+	memcpy(p->hdr, hdr, hlen);
+	/* outside a tunnel, the link headers' fields are all in front */
+	if (rxp_decap_fixup(&fs->d, p->hdr, hlen + res->len))
+		return false;
+	prefetch_frags(res);
+	p->res = res;
+	p->hlen = hlen;
+	p->total = hlen + res->len;
+	p->dlt = f->dlt;
+	p->iface = f->iface;
+	p->ts_ns = f->ts_ns;
+	fs->npend++;
+	return true;
+}
+
+unsigned dfr_frames_npending(const struct dfr_frames *fs)
+{
+	return fs->npend;
+}
+
+bool dfr_frames_pending(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out)
+{
+	struct dfr_pending *p = &fs->pend[0];
+	bool ok;
+
+	while (fs->npend) {
+		memcpy(room, p->hdr, p->hlen);
+		ok = !rxp_pkt_copy_bits(p->res, 0, room + p->hlen, p->res->len);
+		rxp_pkt_consume(p->res);
+		out->frame = room;
+		out->len = p->total;
+		out->dlt = p->dlt;
+		out->iface = p->iface;
+		out->ts_ns = p->ts_ns;
+		out->dgram = NULL;
+		if (--fs->npend)
+			fs->pend[0] = fs->pend[1];
+		if (ok) /* (a datagram shorter than it says is not written) */
+			return true;
+	}
+	return false;
+}
+
 /* The output frame for datagram res behind fs->d's headers; false when it
  * cannot be written (then the input frame passes as it came). */
 static bool build_out(struct dfr_frames *fs, const struct rxp_pkt *res, const uint8_t *hdr,
@@ -461,7 +539,8 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		rxp_pkt_consume(fs->last);
 		fs->last = NULL;
 	}
-	fs->w = f->room ? f->room : fs->wbuf;
+	/* (room is for a frame dfr_frames_pending builds there first) */
+	fs->w = f->room && !fs->npend ? f->room : fs->wbuf;
 	r = dlt < 0 ? RXP_DECAP_UNKNOWN_LINK : rxp_decap_link(d, (uint32_t)dlt, frame, caplen);
 	if (r) {
 		link_failed(fs, dlt, r);
@@ -506,6 +585,10 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 		if (!in)
 			break;
 		p = in;
+	}
+	if (changed && f->defer && !in_w && defer_out(fs, res, frame, f)) {
+		out->dgram = res;
+		return DFR_LATER;
 	}
 	if (!changed || !build_out(fs, res, frame, in_w, out)) {
 		rxp_pkt_consume(res);

@@ -25,6 +25,10 @@ enum dfr_verdict {
 	DFR_HELD, /* a fragment the table keeps: write nothing now */
 	DFR_OUT, /* write dfr_out.frame: a datagram this frame completed */
 	DFR_DROPPED, /* a late duplicate (defrag_late.h): write nothing, counted */
+	/* with dfr_frame.defer: a datagram this frame completed (dfr_out.dgram,
+	 * until its frame is built), whose frame dfr_frames_pending builds
+	 * later (write nothing now) */
+	DFR_LATER,
 };
 
 /* One captured frame. */
@@ -50,6 +54,11 @@ struct dfr_frame {
 	 * with the completing one's bytes there instead of hashing each
 	 * completing fragment (defrag_late.h) */
 	bool stable;
+	/* the caller takes DFR_LATER: a datagram completed outside a tunnel
+	 * (and with a timestamp), for a frame with a room, may have its frame
+	 * built later, by dfr_frames_pending, after the caller's next
+	 * dfr_frame_process; then room is not used for it */
+	bool defer;
 };
 
 /* Largest frame read (libpcap's snaplen cap); an output frame is at most
@@ -65,6 +74,7 @@ struct dfr_out {
 	/* DFR_OUT: the datagram, data at its IP header; the frame layer keeps
 	 * it until its next call (or dfr_frames_destroy) */
 	const struct rxp_pkt *dgram;
+	uint64_t ts_ns; /* dfr_frames_pending: the completing frame's time */
 };
 
 /* What the frame layer saw. A frame counted in nonip, bad_link,
@@ -124,6 +134,16 @@ int dfr_frames_set_refs(struct dfr_frames *fs, struct rxp_pktpool *hp);
  * now_ns (which may differ from the frame's own time). */
 enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_table *t,
 				   const struct dfr_frame *f, uint64_t now_ns, struct dfr_out *out);
+
+/* The frame of the oldest datagram DFR_LATER left, built in room (at least
+ * DFR_OUT_MAX bytes): frame, len, dlt, iface and ts_ns (its completing
+ * frame's) filled, dgram NULL; false when none is left. Its payload was
+ * asked for from memory when the datagram completed, so that it comes in
+ * while the next frame is processed: the caller calls this after each
+ * dfr_frame_process, before it writes anything else, and until false
+ * at the end. At most two are held (dfr_frames_npending). */
+bool dfr_frames_pending(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out);
+unsigned dfr_frames_npending(const struct dfr_frames *fs);
 
 /* For the table's discard hook (rxp_defrag_config.discard_cb): the frame a
  * fragment the table gives up on came in, rebuilt from the outer headers

@@ -122,6 +122,7 @@ void dpol_frame(struct dpol *p, const struct dio_rec *r, const struct dfr_frame 
 	struct dfr_frame f = *fr;
 
 	f.room = NULL;
+	f.defer = false; /* (their frames are hashed now) */
 	for (unsigned k = 0; k < NPOL; k++) {
 		struct dfr_out fo;
 		const struct dfr_out *o = main;

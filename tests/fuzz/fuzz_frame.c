@@ -12,7 +12,9 @@
  * rather than copy, as rxpath defrag's mapped input does; bit 6: frames
  * are stable, their bytes there until the input ends, as a mapped input's
  * are, so that late duplicates are compared with the completing
- * fragment's bytes, not its hash), then records
+ * fragment's bytes, not its hash; bit 7, with bit 1: datagrams' frames may
+ * be built later (DFR_LATER, dfr_frames_pending), as rxpath defrag does),
+ * then records
  *   [1 byte link type][1 byte flags][2 bytes length][length bytes of frame]
  * (link type: an index into the link types rxpath reads, else the byte
  * itself; flags bits 0-2: how far capture time moves first, of 0, 1 ms,
@@ -119,6 +121,61 @@ static struct rxp_defrag_table *table_for(unsigned cfg)
 	return tables[cfg];
 }
 
+/* What a datagram's frame must show (see the top): for DFR_OUT at once,
+ * for DFR_LATER when dfr_frames_pending builds it (then the datagram is
+ * gone: its last bytes are kept here, oldest first). */
+struct want {
+	int dlt;
+	uint32_t iface, ip_off, glen, n;
+	uint8_t tail[64];
+};
+static struct want later[2];
+static unsigned nlater;
+
+static void want_of(const struct dfr_frame *f, uint32_t in_ip_off, const struct rxp_pkt *g,
+		    struct want *w)
+{
+	FZ_CHECK(g);
+	w->dlt = f->dlt;
+	w->iface = f->iface;
+	w->ip_off = in_ip_off;
+	w->glen = g->len;
+	w->n = g->len < sizeof(w->tail) ? g->len : (uint32_t)sizeof(w->tail);
+	FZ_CHECK(!rxp_pkt_copy_bits(g, g->len - w->n, w->tail, w->n));
+}
+
+static void check_want(const struct want *w, const struct dfr_out *o)
+{
+	struct rxp_decap d;
+	uint32_t iplen;
+	bool frag;
+
+	FZ_CHECK(o->frame && o->len >= w->glen && o->len <= DFR_OUT_MAX);
+	FZ_CHECK(o->dlt == w->dlt && o->iface == w->iface);
+	FZ_CHECK(!memcmp(o->frame + o->len - w->n, w->tail, w->n));
+	FZ_CHECK(!rxp_decap_link(&d, (uint32_t)w->dlt, o->frame, o->len));
+	FZ_CHECK(d.ip_off == w->ip_off);
+	FZ_CHECK(!rxp_decap_ip_info(o->frame + d.ip_off, o->len - d.ip_off, &iplen, &frag));
+	FZ_CHECK((d.family == 6 || !frag) && iplen == o->len - d.ip_off);
+	if (d.family == 4)
+		FZ_CHECK(rxp_ip_csum(o->frame + d.ip_off, (o->frame[d.ip_off] & 0x0f) * 4u) == 0);
+}
+
+/* Build the frames DFR_LATER left until keep are left, and check each. */
+static void drain_later(unsigned keep)
+{
+	struct dfr_out o;
+
+	FZ_CHECK(dfr_frames_npending(cur) == nlater && nlater <= 2);
+	while (nlater > keep) {
+		FZ_CHECK(dfr_frames_pending(cur, room, &o));
+		check_want(&later[0], &o);
+		later[0] = later[1];
+		nlater--;
+	}
+	FZ_CHECK(dfr_frames_npending(cur) == nlater);
+}
+
 /* The checks on a frame written for a datagram (see the top). */
 static void check_out(const struct dfr_frame *f, uint32_t in_ip_off, const struct dfr_out *o)
 {
@@ -162,10 +219,18 @@ static enum dfr_verdict fz_frame(struct rxp_defrag_table *t, const struct dfr_fr
 	v = dfr_frame_process(cur, t, f, f->ts_ns, &o);
 	rxp_defrag_get_counters(t, &k1);
 	dfr_frames_get_stats(cur, &s1);
-	FZ_CHECK(v == DFR_PASS || v == DFR_HELD || v == DFR_OUT || v == DFR_DROPPED);
+	FZ_CHECK(v == DFR_PASS || v == DFR_HELD || v == DFR_OUT || v == DFR_DROPPED ||
+		 (v == DFR_LATER && f->defer));
 	FZ_CHECK(v != DFR_DROPPED || (late && s1.late_duplicates == s0.late_duplicates + 1));
-	if (v == DFR_OUT)
+	if (v == DFR_OUT) {
+		drain_later(0); /* (the caller writes what came before first) */
 		check_out(f, *ip_off, &o);
+	}
+	if (v == DFR_LATER) {
+		FZ_CHECK(nlater < 2);
+		want_of(f, *ip_off, o.dgram, &later[nlater++]);
+	}
+	drain_later(v == DFR_PASS ? 0 : 1);
 	*done = k1.ReasmOKs - k0.ReasmOKs > s1.tunnel_datagrams - s0.tunnel_datagrams;
 	return v;
 }
@@ -253,6 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in_page.release = in_page_released;
 	f.src = refs ? &in_page : NULL;
 	f.stable = data[0] & 0x40;
+	f.defer = (data[0] & 0x80) && f.room;
 	data++;
 	size--;
 	while (size >= 4) {
@@ -279,6 +345,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += len;
 		size -= len;
 	}
+	drain_later(0);
 	rxp_defrag_expire(t, UINT64_MAX);
 	rxp_defrag_get_counters(t, &ct);
 	FZ_CHECK(ct.queues == 0 && ct.mem == 0);
