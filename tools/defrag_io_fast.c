@@ -107,6 +107,12 @@ struct fast_in {
 	unsigned cur; /* the slot buf is in (IN_SLOTS: none yet) */
 	unsigned next_read; /* the reader's next slot */
 	bool threaded, started, quit, ended;
+	/* The reader thread's work is done by another thread
+	 * (dio_fast_serve), which kick(kick_arg) wakes; the reader thread is
+	 * gone (joined) once taken over, also after dio_fast_drop_service. */
+	bool served, reader_gone;
+	void (*kick)(void *);
+	void *kick_arg;
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -239,6 +245,8 @@ static void region_released(struct rxp_page *pg)
 			f->pend[f->npend++] = i;
 			pthread_cond_signal(&f->cv);
 			pthread_mutex_unlock(&f->mu);
+			if (f->served)
+				f->kick(f->kick_arg);
 		}
 		return;
 	}
@@ -288,6 +296,38 @@ static bool release_pending(struct fast_in *f, size_t page)
 	return true;
 }
 
+/* One step of the mapped file's upkeep (see IN_AHEAD): map a step ahead,
+ * let go of what lies behind, or of regions released one by one. With
+ * f->mu held, which it drops around the work; whether there was any. */
+static bool map_work(struct fast_in *f, size_t page)
+{
+	size_t want = f->seen + IN_AHEAD < f->map_len ? f->seen + IN_AHEAD : f->map_len;
+	size_t from = f->populated;
+	size_t behind = (f->reg && f->keep < f->seen ? f->keep : f->seen) & ~(page - 1);
+
+	if (from < want) {
+		size_t to = want - from > IN_STEP ? from + IN_STEP : want;
+
+		pthread_mutex_unlock(&f->mu);
+		/* (a file that shrank: SIGBUS, as the parser would get) */
+		for (size_t a = from & ~(size_t)(IN_TOUCH - 1); a < to; a += IN_TOUCH)
+			(void)*(volatile const uint8_t *)(f->map + a);
+		pthread_mutex_lock(&f->mu);
+		f->populated = to;
+		return true;
+	}
+	if (behind > f->released + IN_RELEASE) {
+		/* records before the parser's are no longer used: the pages
+		 * stay in the page cache, out of our resident set */
+		pthread_mutex_unlock(&f->mu);
+		madvise(f->map + f->released, behind - f->released, MADV_DONTNEED);
+		pthread_mutex_lock(&f->mu);
+		f->released = behind;
+		return true;
+	}
+	return f->npend && release_pending(f, page);
+}
+
 /* The mapped file's reader thread (see IN_AHEAD). */
 static void *map_main(void *arg)
 {
@@ -295,33 +335,50 @@ static void *map_main(void *arg)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
 	pthread_mutex_lock(&f->mu);
-	while (!f->quit) {
-		size_t want = f->seen + IN_AHEAD < f->map_len ? f->seen + IN_AHEAD : f->map_len;
-		size_t from = f->populated;
-		size_t behind = (f->reg && f->keep < f->seen ? f->keep : f->seen) & ~(page - 1);
-
-		if (from < want) {
-			size_t to = want - from > IN_STEP ? from + IN_STEP : want;
-
-			pthread_mutex_unlock(&f->mu);
-			/* (a file that shrank: SIGBUS, as the parser would get) */
-			for (size_t a = from & ~(size_t)(IN_TOUCH - 1); a < to; a += IN_TOUCH)
-				(void)*(volatile const uint8_t *)(f->map + a);
-			pthread_mutex_lock(&f->mu);
-			f->populated = to;
-		} else if (behind > f->released + IN_RELEASE) {
-			/* records before the parser's are no longer used: the
-			 * pages stay in the page cache, out of our resident set */
-			pthread_mutex_unlock(&f->mu);
-			madvise(f->map + f->released, behind - f->released, MADV_DONTNEED);
-			pthread_mutex_lock(&f->mu);
-			f->released = behind;
-		} else if (!f->npend || !release_pending(f, page)) {
+	while (!f->quit)
+		if (!map_work(f, page))
 			pthread_cond_wait(&f->cv, &f->mu);
-		}
-	}
 	pthread_mutex_unlock(&f->mu);
 	return NULL;
+}
+
+bool dio_fast_take_service(struct fast_in *f, void (*kick)(void *), void *arg)
+{
+	if (!f || !f->map || !f->threaded || f->served)
+		return false;
+	pthread_mutex_lock(&f->mu);
+	f->quit = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->th, NULL);
+	pthread_mutex_lock(&f->mu);
+	f->kick = kick;
+	f->kick_arg = arg;
+	f->served = f->reader_gone = true;
+	pthread_mutex_unlock(&f->mu);
+	return true;
+}
+
+void dio_fast_drop_service(struct fast_in *f)
+{
+	if (!f || !f->served)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->served = false; /* what is released from now on stays mapped to the end */
+	f->kick = NULL;
+	pthread_mutex_unlock(&f->mu);
+}
+
+void dio_fast_serve(struct fast_in *f)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	while (f->served && map_work(f, page))
+		;
+	pthread_mutex_unlock(&f->mu);
 }
 
 /* Tell the mapped file's reader thread where the parser is: what lies
@@ -336,6 +393,8 @@ static void map_tell(struct fast_in *f)
 	f->keep = f->reg_live * (size_t)IN_REGION;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mu);
+	if (f->served)
+		f->kick(f->kick_arg);
 }
 
 /* dio_read of a file fast_open took. */
@@ -463,7 +522,7 @@ void dio_fast_close(struct fast_in *f)
 {
 	if (!f)
 		return;
-	if (f->threaded) {
+	if (f->threaded && !f->reader_gone) {
 		pthread_mutex_lock(&f->mu);
 		f->quit = true;
 		pthread_cond_broadcast(&f->cv);

@@ -69,6 +69,16 @@ void dio_fast_open(struct dio_in *in);
 int dio_read_fast(struct dio_in *in, struct dio_rec *r);
 void dio_fast_close(struct fast_in *f);
 void dio_fast_refs(struct fast_in *f, uint64_t max_bytes);
+/* Another thread takes the mapped file's upkeep over from its reader
+ * thread (which ends): kick(arg) asks it, from the parser's thread, to
+ * call dio_fast_serve soon. false (nothing changed) when f has no such
+ * thread. */
+bool dio_fast_take_service(struct fast_in *f, void (*kick)(void *), void *arg);
+/* The upkeep due now, on the thread that took it over. */
+void dio_fast_serve(struct fast_in *f);
+/* That thread ends (on the parser's thread, before it is joined): no more
+ * kicks; what is let go after stays mapped until dio_fast_close. */
+void dio_fast_drop_service(struct fast_in *f);
 
 /* Switch a plain pcap file not yet read from to libpcap (or read_fast);
  * false if it is not one (then wiretap goes on). */

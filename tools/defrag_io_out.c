@@ -36,6 +36,11 @@ struct wthread {
 	const uint8_t *buf; /* posted: being written while busy */
 	size_t len;
 	bool started, busy, quit;
+	/* It also keeps IN's mapping (dio_fast_take_service): kicked when
+	 * the parser asks for that. Two threads on two cores, not three:
+	 * see wt_start. */
+	struct fast_in *in;
+	bool kicked;
 	int err; /* errno of its first failed write */
 };
 
@@ -53,6 +58,7 @@ struct dio_out {
 	uint8_t *wb; /* the buffer being filled: one of wbs */
 	size_t wlen, wcap;
 	uint8_t *wbs[2];
+	struct dio_in *in; /* what OUT's records come from (its mapping's upkeep) */
 	bool grown; /* past the first buffer: OUT_BUF ones, and the writer */
 	struct wthread wt;
 	int werr; /* errno of a write that failed: every later one fails too */
@@ -303,6 +309,9 @@ struct dio_out *dio_open_out(const char *path, struct dio_in *in, bool pcapng, c
 			     size_t errlen)
 {
 	struct dio_out *o = calloc(1, sizeof(*o));
+
+	if (o)
+		o->in = in;
 	struct stat st;
 	int ft, e = 0, fd = -1;
 	gchar *info = NULL;
@@ -422,8 +431,15 @@ static void *wt_main(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->busy && !w->quit)
+		while (!w->busy && !w->quit && !w->kicked)
 			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->kicked) { /* IN's upkeep first: the parser waits on it */
+			w->kicked = false;
+			pthread_mutex_unlock(&w->mu);
+			dio_fast_serve(w->in);
+			pthread_mutex_lock(&w->mu);
+			continue;
+		}
 		if (!w->busy)
 			break;
 		pthread_mutex_unlock(&w->mu);
@@ -436,6 +452,17 @@ static void *wt_main(void *arg)
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
+}
+
+/* IN's parser asks for its upkeep (dio_fast_take_service). */
+static void wt_kick(void *arg)
+{
+	struct wthread *w = &((struct dio_out *)arg)->wt;
+
+	pthread_mutex_lock(&w->mu);
+	w->kicked = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
 }
 
 static void wt_start(struct dio_out *o)
@@ -454,6 +481,12 @@ static void wt_start(struct dio_out *o)
 		return; /* then the main thread writes */
 	}
 	w->started = true;
+	/* This thread takes over what IN's reader thread does for a mapped
+	 * file (map ahead, let go behind), which then ends: on two cores, the
+	 * parser, the writer and the reader ran as three threads, and the
+	 * parser (the run's bound) shared its core part of the time. */
+	w->in = o->in->fast; /* (set once IN is read: dio_use_libpcap) */
+	dio_fast_take_service(w->in, wt_kick, o);
 }
 
 /* Until the writer is done with what it was given; its error becomes o's. */
@@ -477,6 +510,7 @@ static void wt_stop(struct dio_out *o)
 
 	if (!w->started)
 		return;
+	dio_fast_drop_service(w->in);
 	wt_wait(o);
 	pthread_mutex_lock(&w->mu);
 	w->quit = true;
