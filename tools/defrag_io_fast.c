@@ -342,19 +342,28 @@ static void *map_main(void *arg)
 	return NULL;
 }
 
-bool dio_fast_take_service(struct fast_in *f, void (*kick)(void *), void *arg)
+/* End the reader thread (once). */
+static void reader_stop(struct fast_in *f)
 {
-	if (!f || !f->map || !f->threaded || f->served)
-		return false;
+	if (!f->threaded || f->reader_gone)
+		return;
 	pthread_mutex_lock(&f->mu);
 	f->quit = true;
 	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 	pthread_join(f->th, NULL);
+	f->reader_gone = true;
+}
+
+bool dio_fast_take_service(struct fast_in *f, void (*kick)(void *), void *arg)
+{
+	if (!f || !f->map || !f->threaded || f->reader_gone)
+		return false;
+	reader_stop(f);
 	pthread_mutex_lock(&f->mu);
 	f->kick = kick;
 	f->kick_arg = arg;
-	f->served = f->reader_gone = true;
+	f->served = true;
 	pthread_mutex_unlock(&f->mu);
 	return true;
 }
@@ -522,13 +531,7 @@ void dio_fast_close(struct fast_in *f)
 {
 	if (!f)
 		return;
-	if (f->threaded && !f->reader_gone) {
-		pthread_mutex_lock(&f->mu);
-		f->quit = true;
-		pthread_cond_broadcast(&f->cv);
-		pthread_mutex_unlock(&f->mu);
-		pthread_join(f->th, NULL);
-	}
+	reader_stop(f);
 	if (f->started) {
 		pthread_cond_destroy(&f->cv);
 		pthread_mutex_destroy(&f->mu);
