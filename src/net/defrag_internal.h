@@ -253,6 +253,12 @@ struct rxp_defrag_table {
 	uint64_t exp_min;
 	uint32_t qcharge; /* what a queue costs beyond its fragments */
 	uint64_t watch_mem; /* half the cap: see dfr_watching() */
+	/* The fast path (defrag.c) takes a fragment only while the table's
+	 * memory with it stays within this: the lower of the cap and
+	 * watch_mem, so that nothing the pressure policy decides or watches
+	 * can happen on it; 0 (never) unless the table is strict, local and
+	 * with the evicting pressure policy. */
+	uint64_t fast_mem;
 	uint64_t seq; /* fragments seen so far (atomic ones aside): the clock of
 		       * gaps, ages and pressure's order */
 	uint64_t next_qid;
@@ -306,15 +312,44 @@ static inline bool dfr_fits(const struct rxp_defrag_table *t, uint64_t tsize, bo
 	return t->c.mem + tsize + t->qcharge <= t->cfg.mem_limit && dfr_has_free(t);
 }
 
-/* Whether fi's fragment would complete strict queue q (no overlap in it). */
-static inline bool dfr_completes(const struct dfr_queue *q, const struct dfr_info *fi)
+/* Whether a fragment of payload [off, end) (mf: more follow) would
+ * complete strict queue q (no overlap in it). */
+static inline bool dfr_completes_at(const struct dfr_queue *q, uint32_t off, uint32_t end, bool mf)
 {
-	uint8_t fl = q->flags | (fi->off == 0 ? DFR_F_FIRST : 0) | (!fi->mf ? DFR_F_LAST : 0);
-	uint32_t len = !fi->mf || fi->end > q->len ? fi->end : q->len;
+	uint8_t fl = q->flags | (off == 0 ? DFR_F_FIRST : 0) | (!mf ? DFR_F_LAST : 0);
+	uint32_t len = !mf || end > q->len ? end : q->len;
 
 	/* & rather than &&: in a shuffled order neither half is predictable,
 	 * and one branch mispredicts less than two (callgrind --branch-sim). */
-	return (fl == (DFR_F_FIRST | DFR_F_LAST)) & (q->meat + (fi->end - fi->off) == len);
+	return (fl == (DFR_F_FIRST | DFR_F_LAST)) & (q->meat + (end - off) == len);
+}
+
+static inline bool dfr_completes(const struct dfr_queue *q, const struct dfr_info *fi)
+{
+	return dfr_completes_at(q, fi->off, fi->end, fi->mf);
+}
+
+/* A key's slot in t->slots from its words (slot_index in defrag_table.c
+ * makes them from a key; the fast path in defrag.c from the header): w0
+ * family and protocol, w1 zone and the source's first four bytes, w2 the
+ * IPv4 destination (IPv6: a mix of the rest of both addresses). The id is
+ * added, not mixed: see slot_index. */
+/* w2 for an IPv6 key: a mix of its bytes 16-43 (the addresses but for the
+ * source's first four), taken as words x2, x3, x4 (8 bytes each) and x5
+ * (the last 4). */
+static inline uint64_t dfr_slot6_mix(uint64_t x2, uint64_t x3, uint64_t x4, uint32_t x5)
+{
+	uint64_t w2 = (x2 ^ x3) * 0xff51afd7ed558ccdull;
+
+	w2 = (w2 ^ x4) * 0xff51afd7ed558ccdull;
+	return (w2 ^ x5) * 0xff51afd7ed558ccdull;
+}
+
+static inline uint32_t dfr_slot_of(const struct rxp_defrag_table *t, uint64_t w0, uint64_t w1,
+				   uint64_t w2, uint32_t id)
+{
+	w0 = (w0 ^ (w1 * 0x9e3779b97f4a7c15ull) ^ (w2 << 21)) * 0xc4ceb9fe1a85ec53ull;
+	return ((uint32_t)(w0 >> 32) + id) & t->smask;
 }
 
 /* Gaps are counted in fragments the table saw (t->seq); longer ones count

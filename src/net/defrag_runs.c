@@ -298,8 +298,8 @@ static int append_run(struct rxp_defrag_table *t, struct dfr_queue *q, struct rx
 /* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
  * An in-order append writes only pkt->next (the first cache line of pkt's
  * metadata) and the queue. */
-int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
-		    uint32_t off, uint32_t end)
+DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+			    uint32_t off, uint32_t end)
 {
 	int r;
 

@@ -100,6 +100,8 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	t->frag = c.policy == RXP_DEFRAG_STRICT ? dfr_frag_runs : dfr_frag_policy;
 	t->qcharge = (uint32_t)sizeof(struct dfr_queue) + t->st->qcharge;
 	t->watch_mem = c.mem_limit / 2;
+	if (c.policy == RXP_DEFRAG_STRICT && !c.forward && c.pressure == RXP_DEFRAG_PRESSURE_EVICT)
+		t->fast_mem = t->watch_mem;
 	randombytes_buf(t->hkey, sizeof(t->hkey));
 	while (nb < c.max_queues)
 		nb <<= 1;
@@ -209,24 +211,20 @@ static uint32_t slot_index(const struct rxp_defrag_table *t, const struct dfr_ke
 	if (rxp_likely(k->family == 4)) {
 		w2 &= 0xffffffffu;
 	} else {
-		uint32_t last;
+		uint64_t x3, x4;
+		uint32_t x5;
 
-		for (unsigned i = 24; i < 40; i += 8) {
-			uint64_t w;
-
-			memcpy(&w, b + i, 8);
-			w2 = (w2 ^ w) * 0xff51afd7ed558ccdull;
-		}
-		memcpy(&last, b + 40, 4); /* the destination's last bytes */
-		w2 = (w2 ^ last) * 0xff51afd7ed558ccdull;
+		memcpy(&x3, b + 24, 8);
+		memcpy(&x4, b + 32, 8);
+		memcpy(&x5, b + 40, 4); /* the destination's last bytes */
+		w2 = dfr_slot6_mix(w2, x3, x4, x5);
 	}
-	w0 = (w0 ^ (w1 * 0x9e3779b97f4a7c15ull) ^ (w2 << 21)) * 0xc4ceb9fe1a85ec53ull;
 	/* Senders number datagrams to one destination in sequence (Linux's
 	 * IP ID counters, most stacks'), so the datagrams in flight between
 	 * two hosts have ids close together: adding the id to a hash of the
 	 * rest puts their slots side by side, sixteen to a cache line, where
 	 * a hash of the id too would spend a cache miss on each. */
-	return ((uint32_t)(w0 >> 32) + k->id) & t->smask;
+	return dfr_slot_of(t, w0, w1, w2, k->id);
 }
 
 DFR_HOT struct dfr_queue *dfr_lookup(struct rxp_defrag_table *t, const struct dfr_key *k,

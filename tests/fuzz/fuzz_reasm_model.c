@@ -16,7 +16,8 @@
  *     fragment of every datagram given up;
  *   - policy overlaps: counted when a fragment lands on bytes the model
  *     already holds.
- * What the engine refuses before queueing is predicted from the rules in
+ * The strict entry's fast path and its general entry are each checked
+ * (table_for). What the engine refuses before queueing is predicted from the rules in
  * defrag.h (IPv6: an MF length not a multiple of 8, a first fragment
  * without its upper-layer header, a nested fragment header; a truncated
  * packet); IPv4 MF lengths are rounded down first. The caps are large and
@@ -24,6 +25,7 @@
  */
 #include "reasm_plan.h"
 #include "../unit/defrag_model.h"
+#include "net/defrag_internal.h"
 
 #define NMODEL 16
 #define NS 1000000000ull
@@ -40,7 +42,7 @@ struct mstate {
 };
 
 static struct mstate models[NMODEL];
-static struct rxp_defrag_table *tables[RXP_DEFRAG_POLICY_MAX][2];
+static struct rxp_defrag_table *tables[RXP_DEFRAG_POLICY_MAX][2][2];
 static uint8_t mout[65536], eout[65536 + 256];
 static uint64_t discards;
 static bool debug; /* FZ_DEBUG set: a line per fragment on stderr */
@@ -150,9 +152,13 @@ static uint8_t ecn_combine(uint8_t m)
 	return 0;
 }
 
+/* Every table here has a discard hook, so the configuration's discard bit
+ * picks the strict entry instead: its fast path where it applies (the
+ * bit clear), or the general entry alone (set: fast_mem 0, which the fast
+ * path never fits under). Both must match the model. */
 static struct rxp_defrag_table *table_for(const struct rp_config *c)
 {
-	struct rxp_defrag_table **t = &tables[c->policy][c->forward];
+	struct rxp_defrag_table **t = &tables[c->policy][c->forward][c->discard_cb];
 
 	if (!*t) {
 		struct rxp_defrag_config dc = {
@@ -166,6 +172,8 @@ static struct rxp_defrag_table *table_for(const struct rp_config *c)
 
 		*t = rxp_defrag_table_create(&dc);
 		FZ_CHECK(*t);
+		if (c->discard_cb)
+			(*t)->fast_mem = 0;
 	}
 	return *t;
 }
