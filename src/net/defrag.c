@@ -355,8 +355,8 @@ static inline __attribute__((always_inline)) struct rxp_pkt *entry(struct rxp_de
  * header in registers, and hands anything else, before it has changed
  * anything, to the general entry (frag_general), which judges it from the
  * start: so both take a fragment to the same state, and the cold paths (a
- * refused insert, an event) parse it again rather than carry a parsed
- * copy through the hot one. Handover rows (callgrind, 64 in flight),
+ * refused insert, an event) make its dfr_info (its queue's key, what was
+ * read) only when they run. Handover rows (callgrind, 64 in flight),
  * instructions per fragment with the free: IPv4 4 shuffled 549 -> 501,
  * IPv6 8 shuffled 612 -> 520; fuzz_reasm_model checks both entries
  * against its model.
@@ -368,42 +368,6 @@ frag_general(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uin
 	return entry(t, pkt, zone, now, true);
 }
 
-/* A fragment the fast path took, parsed again for a cold path; its data
- * is hdrlen bytes past its IP header. */
-static void reparse(const struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t hdrlen,
-		    uint32_t zone, struct dfr_info *fi)
-{
-	bool atomic;
-
-	rxp_pkt_push(pkt, hdrlen);
-	if ((pkt->data[0] >> 4) == 4)
-		(void)dfr_ipv4_parse(pkt, fi, zone);
-	else
-		(void)dfr_ipv6_parse(pkt, fi, zone, t->cfg.zone_all_v6, &atomic);
-	rxp_pkt_pull(pkt, hdrlen);
-}
-
-/* The storage refused pkt (r): as frag_in does. Consumes pkt. */
-static __attribute__((noinline, cold)) void fast_refused(struct rxp_defrag_table *t,
-							 struct dfr_queue *q, struct rxp_pkt *pkt,
-							 uint32_t hdrlen, uint32_t zone, int r)
-{
-	struct dfr_info fi;
-
-	reparse(t, pkt, hdrlen, zone, &fi);
-	dfr_insert_failed(t, q, &fi, pkt, r);
-}
-
-static __attribute__((noinline, cold)) void fast_event(struct rxp_defrag_table *t,
-						       struct dfr_queue *q, struct rxp_pkt *pkt,
-						       uint32_t hdrlen, uint32_t zone)
-{
-	struct dfr_info fi;
-
-	reparse(t, pkt, hdrlen, zone, &fi);
-	dfr_ev_frag(t, q, &fi, pkt, hdrlen, RXP_DEFRAG_EV_FRAG, 0);
-}
-
 /* What the fast path knows of a fragment. */
 struct fast_frag {
 	uint32_t off, end;
@@ -411,6 +375,40 @@ struct fast_frag {
 	uint8_t nexthdr, ecn;
 	bool mf, df;
 };
+
+/* The dfr_info of a fragment the fast path took into q, for a cold path:
+ * its key is q's. */
+static void fast_info(const struct dfr_queue *q, struct fast_frag f, struct dfr_info *fi)
+{
+	fi->key = q->key;
+	fi->off = f.off;
+	fi->end = f.end;
+	fi->hdrlen = f.hdrlen;
+	fi->nhoff = f.nhoff;
+	fi->nexthdr = f.nexthdr;
+	fi->ecn = f.ecn;
+	fi->mf = f.mf;
+	fi->df = f.df;
+}
+
+/* The storage refused pkt (r): as frag_in does. Consumes pkt. */
+static __attribute__((noinline, cold)) void fast_refused(struct rxp_defrag_table *t,
+							 struct dfr_queue *q, struct rxp_pkt *pkt,
+							 struct fast_frag f, int r)
+{
+	struct dfr_info fi;
+
+	fast_info(q, f, &fi);
+	dfr_insert_failed(t, q, &fi, pkt, r);
+}
+
+/* The FRAG event of a fragment the fast path took (the table has a hook). */
+static __attribute__((noinline)) void fast_event(struct rxp_defrag_table *t, struct dfr_queue *q,
+						 struct rxp_pkt *pkt, struct fast_frag f)
+{
+	dfr_ev_frag_at(t, q, &q->key, f.off, f.end, f.mf, f.df, pkt, f.hdrlen, RXP_DEFRAG_EV_FRAG,
+		       0);
+}
 
 /* Whether the fast path may take a fragment of tsize bytes for q (NULL:
  * it would make a queue): room under fast_mem, q not expired (or a queue
@@ -454,13 +452,13 @@ fast_take(struct rxp_defrag_table *t, struct rxp_pkt *pkt, struct dfr_queue *q, 
 		dfr_cb(pkt)->hdrlen = f->hdrlen;
 	r = dfr_runs_insert(t, q, pkt, f->off, f->end);
 	if (rxp_unlikely(r != DFR_OK)) {
-		fast_refused(t, q, pkt, f->hdrlen, zone, r);
+		fast_refused(t, q, pkt, *f, r);
 		return NULL;
 	}
 	account(t, q, pkt, tsize, f->off, f->end, f->hdrlen, f->nhoff, f->nexthdr, f->ecn, f->df,
 		true, false);
 	if (rxp_unlikely(t->cfg.event_cb))
-		fast_event(t, q, pkt, f->hdrlen, zone);
+		fast_event(t, q, pkt, *f);
 	if ((q->flags == (DFR_F_FIRST | DFR_F_LAST)) & (q->meat == q->len))
 		return dfr_finish(t, q, pkt, prefetched);
 	return NULL;

@@ -575,6 +575,10 @@ __attribute__((cold)) void dfr_ev_frag(struct rxp_defrag_table *t, const struct 
 				       const struct dfr_info *fi, struct rxp_pkt *pkt,
 				       uint32_t hdrlen, enum rxp_defrag_event_type type,
 				       enum rxp_drop_reason r);
+/* The same from its parts: a fragment of key k, payload [off, end). */
+void dfr_ev_frag_at(struct rxp_defrag_table *t, const struct dfr_queue *q, const struct dfr_key *k,
+		    uint32_t off, uint32_t end, bool mf, bool df, struct rxp_pkt *pkt,
+		    uint32_t hdrlen, enum rxp_defrag_event_type type, enum rxp_drop_reason r);
 /* k's source's slot in t->src, and a source's standing now (DFR_CLS_*). */
 uint32_t dfr_src_slot(const struct rxp_defrag_table *t, const struct dfr_key *k);
 uint8_t dfr_src_class(const struct rxp_defrag_table *t, const struct dfr_src *s);

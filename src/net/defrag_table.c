@@ -312,25 +312,32 @@ static __attribute__((cold)) void ev_queue(struct rxp_defrag_table *t, const str
 	t->cfg.event_cb(t->cfg.event_arg, &ev);
 }
 
-void dfr_ev_frag(struct rxp_defrag_table *t, const struct dfr_queue *q, const struct dfr_info *fi,
-		 struct rxp_pkt *pkt, uint32_t hdrlen, enum rxp_defrag_event_type type,
-		 enum rxp_drop_reason r)
+void dfr_ev_frag_at(struct rxp_defrag_table *t, const struct dfr_queue *q, const struct dfr_key *k,
+		    uint32_t off, uint32_t end, bool mf, bool df, struct rxp_pkt *pkt,
+		    uint32_t hdrlen, enum rxp_defrag_event_type type, enum rxp_drop_reason r)
 {
 	struct rxp_defrag_event ev = {
 		.type = type,
 		.reason = r,
 		.qid = q ? q->qid : 0,
-		.off = fi->off,
-		.end = fi->end,
-		.mf = fi->mf,
-		.df = fi->df,
+		.off = off,
+		.end = end,
+		.mf = mf,
+		.df = df,
 		.pkt = pkt,
 	};
 
-	ev_key(&ev, &fi->key);
+	ev_key(&ev, k);
 	rxp_pkt_push(pkt, hdrlen);
 	t->cfg.event_cb(t->cfg.event_arg, &ev);
 	rxp_pkt_pull(pkt, hdrlen);
+}
+
+void dfr_ev_frag(struct rxp_defrag_table *t, const struct dfr_queue *q, const struct dfr_info *fi,
+		 struct rxp_pkt *pkt, uint32_t hdrlen, enum rxp_defrag_event_type type,
+		 enum rxp_drop_reason r)
+{
+	dfr_ev_frag_at(t, q, &fi->key, fi->off, fi->end, fi->mf, fi->df, pkt, hdrlen, type, r);
 }
 
 void dfr_ev_overlap(struct rxp_defrag_table *t, const struct dfr_queue *q, uint32_t start,
