@@ -167,17 +167,17 @@ static inline __attribute__((always_inline)) void max_dist_check(struct rxp_defr
 static inline __attribute__((always_inline)) bool ends_ok(struct dfr_queue *q, uint32_t off,
 							  uint32_t end, bool mf)
 {
-	if (!mf) {
-		if (end < q->len || ((q->flags & DFR_F_LAST) && end != q->len))
-			return false;
-		q->flags |= DFR_F_LAST;
-		q->len = end;
-	} else if (end > q->len) {
-		if (q->flags & DFR_F_LAST)
-			return false;
-		q->len = end;
-	}
-	return end != off;
+	uint32_t len = q->len;
+	bool last = q->flags & DFR_F_LAST;
+	/* !mf: it must end at or past the known end, and at it once the
+	 * last is known; mf: it may not pass the end once that is known.
+	 * Chosen without a branch, as the update: whether a fragment is the
+	 * last is a coin toss in a shuffled order. */
+	bool bad = mf ? end > len && last : end < len || (last && end != len);
+
+	q->len = bad ? len : mf && end <= len ? len : end;
+	q->flags |= (uint8_t)(!bad && !mf ? DFR_F_LAST : 0);
+	return !bad && end != off;
 }
 
 /* pkt, of tsize bytes, payload [off, end) behind hdrlen header bytes, is
