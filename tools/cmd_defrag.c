@@ -757,6 +757,7 @@ static int defrag_main(int argc, char **argv)
 	}
 	c.rep = drep_create(c.report);
 	cfg.event_cb = drep_event;
+	cfg.event_mask = c.rep ? drep_event_mask(c.rep) : 0;
 	cfg.event_arg = c.rep;
 	{
 		struct rxp_pktpool_config pc = {.name = "defrag"};
@@ -816,6 +817,7 @@ static int defrag_main(int argc, char **argv)
 	end = dio_in_end(c.in, &why);
 	/* End of input: what is left never completed (the hook sees it). */
 	rxp_defrag_get_counters(t, &k);
+	drep_counters(c.rep, &k);
 	rxp_defrag_table_destroy(t);
 	t = NULL;
 	c.pol_diff = c.pol ? dpol_differences(c.pol) : 0;

@@ -52,6 +52,21 @@ struct drep {
 	int err;
 };
 
+uint32_t drep_event_mask(const struct drep *d)
+{
+	uint32_t all = (1u << RXP_DEFRAG_EV_FRAG) | (1u << RXP_DEFRAG_EV_DONE) |
+		       (1u << RXP_DEFRAG_EV_GIVEUP) | (1u << RXP_DEFRAG_EV_REFUSED) |
+		       (1u << RXP_DEFRAG_EV_OVERLAP);
+
+	return d->out ? all : all & ~(1u << RXP_DEFRAG_EV_FRAG);
+}
+
+void drep_counters(struct drep *d, const struct rxp_defrag_counters *k)
+{
+	d->tiny = k->tiny_frags;
+	d->df = k->df_frags;
+}
+
 struct drep *drep_create(FILE *report)
 {
 	struct drep *d = calloc(1, sizeof(*d));
@@ -204,8 +219,7 @@ static void ev_frag(struct drep *d, const struct rxp_defrag_event *ev, struct fa
 	fs->frags++;
 	if (n)
 		qadd(d, n);
-	if (ev->mf && ev->end - ev->off < DREP_TINY) {
-		d->tiny++;
+	if (ev->mf && ev->end - ev->off < RXP_DEFRAG_TINY) {
 		if (d->out) {
 			fprintf(d->out, "{\"event\":\"tiny_fragment\",\"frame\":%" PRIu64 ",",
 				d->frame);
@@ -215,7 +229,6 @@ static void ev_frag(struct drep *d, const struct rxp_defrag_event *ev, struct fa
 		}
 	}
 	if (ev->df) {
-		d->df++;
 		if (d->out) {
 			fprintf(d->out, "{\"event\":\"df_fragment\",\"frame\":%" PRIu64 ",",
 				d->frame);
@@ -240,6 +253,8 @@ void drep_event(void *arg, const struct rxp_defrag_event *ev)
 		n = qget(d, ev->qid, false);
 		fs->dgrams++;
 		fs->frag_sum += ev->nfrags;
+		if (!d->out) /* (no FRAG events: see drep_event_mask) */
+			fs->frags += ev->nfrags;
 		if (ev->nfrags > fs->frag_max)
 			fs->frag_max = ev->nfrags;
 		if (d->out) {
@@ -255,6 +270,8 @@ void drep_event(void *arg, const struct rxp_defrag_event *ev)
 	case RXP_DEFRAG_EV_GIVEUP:
 		n = qget(d, ev->qid, false);
 		count_loss(d, ev->reason);
+		if (!d->out)
+			fs->frags += ev->nfrags;
 		if ((unsigned)ev->reason < RXP_DROP_MAX)
 			d->giveup_by[ev->reason]++;
 		if (d->out) {

@@ -28,8 +28,6 @@
 
 #include "rxpath/defrag.h"
 
-#define DREP_TINY 64 /* payload bytes under which a non-final fragment is tiny */
-
 struct drep;
 
 /* Datagrams lost, by what lost them (for the loss messages). */
@@ -41,6 +39,13 @@ struct drep_losses {
 
 /* report: the JSON Lines file, or NULL for the counts alone. NULL, errno. */
 struct drep *drep_create(FILE *report);
+/* The events drep_event needs (rxp_defrag_config.event_mask): a fragment's
+ * own (RXP_DEFRAG_EV_FRAG) only for a report, which lists them; the
+ * counts take what the table counts. */
+uint32_t drep_event_mask(const struct drep *d);
+/* The table's counters at the end, for the counts its events do not give
+ * (tiny and DF fragments). */
+void drep_counters(struct drep *d, const struct rxp_defrag_counters *k);
 /* The frame now being fed to the table (its events carry its number). */
 void drep_frame(struct drep *d, uint64_t number, uint64_t ts_ns);
 /* rxp_defrag_config.event_cb; arg is the struct drep. */

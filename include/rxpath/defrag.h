@@ -207,6 +207,10 @@ struct rxp_defrag_config {
 	void *discard_arg;
 	rxp_defrag_event_fn event_cb;
 	void *event_arg;
+	/* Which events event_cb gets: bits 1 << RXP_DEFRAG_EV_*; 0 for all.
+	 * A caller that wants datagram outcomes only leaves out
+	 * RXP_DEFRAG_EV_FRAG, an event per fragment. */
+	uint32_t event_mask;
 };
 
 /* Names follow /proc/net/snmp where one exists. */
@@ -232,12 +236,20 @@ struct rxp_defrag_counters {
 	uint64_t refused_doomed; /* fragments of datagrams given up under pressure */
 	uint64_t max_dist_flushes;
 	uint64_t copied_out; /* fragments copied out of receive-ring buffers */
+	uint64_t tiny_frags; /* fragments queued that are not the last and carry
+			      * fewer than RXP_DEFRAG_TINY payload bytes */
+	uint64_t df_frags; /* fragments queued with DF set (IPv4) */
 	uint64_t gap; /* the typical gap between two fragments of a datagram,
 		       * in fragments seen (about the datagrams in flight) */
 	uint64_t queues; /* queues now */
 	uint64_t mem; /* bytes charged now */
 	uint64_t mem_high_water;
 };
+
+/* Fewer payload bytes than this in a fragment that is not the last make
+ * it tiny (tiny_frags): what evasion tools send, and what Zeek calls an
+ * excessively small fragment. */
+#define RXP_DEFRAG_TINY 64u
 
 struct rxp_defrag_table;
 

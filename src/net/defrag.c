@@ -188,7 +188,7 @@ static inline __attribute__((always_inline)) bool ends_ok(struct dfr_queue *q, u
 static inline __attribute__((always_inline)) void
 account(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t tsize,
 	uint32_t off, uint32_t end, uint16_t hdrlen, uint16_t nhoff, uint8_t nexthdr, uint8_t ecn,
-	bool df, const bool strict, const bool watch)
+	bool mf, bool df, const bool strict, const bool watch)
 {
 	uint32_t seq = (uint32_t)t->seq, flen = end - off;
 
@@ -224,8 +224,13 @@ account(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, ui
 	q->ecn_mask |= (uint8_t)(1u << ecn);
 	if (hdrlen + flen > q->max_size)
 		q->max_size = hdrlen + flen;
-	if (df && hdrlen + flen > q->max_df_size)
-		q->max_df_size = hdrlen + flen;
+	if (rxp_unlikely(df)) {
+		t->c.df_frags++;
+		if (hdrlen + flen > q->max_df_size)
+			q->max_df_size = hdrlen + flen;
+	}
+	if (rxp_unlikely(flen < RXP_DEFRAG_TINY))
+		t->c.tiny_frags += mf;
 }
 
 static inline __attribute__((always_inline)) void
@@ -233,7 +238,7 @@ accepted(struct rxp_defrag_table *t, struct dfr_queue *q, const struct dfr_info 
 	 struct rxp_pkt *pkt, uint32_t tsize, const bool strict)
 {
 	account(t, q, pkt, tsize, fi->off, fi->end, fi->hdrlen, fi->nhoff, fi->nexthdr, fi->ecn,
-		fi->df, strict, true);
+		fi->mf, fi->df, strict, true);
 }
 
 /* Policy mode must refuse a datagram over 65535 bytes now (strict mode
@@ -317,7 +322,7 @@ frag_in(struct rxp_defrag_table *t, struct rxp_pkt *pkt, const struct dfr_info *
 		return NULL;
 	}
 	accepted(t, q, fi, pkt, tsize, strict);
-	if (rxp_unlikely(t->cfg.event_cb))
+	if (rxp_unlikely(t->ev_frag))
 		dfr_ev_frag(t, q, fi, pkt, fi->hdrlen, RXP_DEFRAG_EV_FRAG, 0);
 	/* Strict: one test (&), not two branches that each mispredict in a
 	 * shuffled order. */
@@ -455,9 +460,9 @@ fast_take(struct rxp_defrag_table *t, struct rxp_pkt *pkt, struct dfr_queue *q, 
 		fast_refused(t, q, pkt, *f, r);
 		return NULL;
 	}
-	account(t, q, pkt, tsize, f->off, f->end, f->hdrlen, f->nhoff, f->nexthdr, f->ecn, f->df,
-		true, false);
-	if (rxp_unlikely(t->cfg.event_cb))
+	account(t, q, pkt, tsize, f->off, f->end, f->hdrlen, f->nhoff, f->nexthdr, f->ecn, f->mf,
+		f->df, true, false);
+	if (rxp_unlikely(t->ev_frag))
 		fast_event(t, q, pkt, *f);
 	if ((q->flags == (DFR_F_FIRST | DFR_F_LAST)) & (q->meat == q->len))
 		return dfr_finish(t, q, pkt, prefetched);

@@ -259,6 +259,7 @@ struct rxp_defrag_table {
 	 * can happen on it; 0 (never) unless the table is strict, local and
 	 * with the evicting pressure policy. */
 	uint64_t fast_mem;
+	bool ev_frag; /* dfr_wants(t, RXP_DEFRAG_EV_FRAG): tested per fragment */
 	uint64_t seq; /* fragments seen so far (atomic ones aside): the clock of
 		       * gaps, ages and pressure's order */
 	uint64_t next_qid;
@@ -298,6 +299,13 @@ struct rxp_defrag_table {
 		};
 	};
 };
+
+/* Whether the event hook takes events of type ty (config.event_mask,
+ * made all types at create when 0). */
+static inline bool dfr_wants(const struct rxp_defrag_table *t, enum rxp_defrag_event_type ty)
+{
+	return t->cfg.event_cb && ((t->cfg.event_mask >> ty) & 1u);
+}
 
 static inline bool dfr_has_free(const struct rxp_defrag_table *t)
 {

@@ -128,7 +128,7 @@ static struct rxp_pkt *policy_build(struct rxp_defrag_table *t, struct dfr_queue
 			};
 			t->cfg.overlap_cb(t->cfg.overlap_arg, &ov);
 		}
-		if (hi && t->cfg.event_cb)
+		if (hi && dfr_wants(t, RXP_DEFRAG_EV_OVERLAP))
 			dfr_ev_overlap(t, q, lo, hi, differ, !fresh);
 	}
 	out = rxp_pkt_alloc(first->pool, q->hdrlen + total);

@@ -90,6 +90,8 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 		c.timeout_v6_ns = 60ull * 1000000000ull;
 	if (!c.max_dist)
 		c.max_dist = 64;
+	if (!c.event_mask)
+		c.event_mask = ~0u;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		goto nomem;
@@ -100,6 +102,7 @@ struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config 
 	t->frag = c.policy == RXP_DEFRAG_STRICT ? dfr_frag_runs : dfr_frag_policy;
 	t->qcharge = (uint32_t)sizeof(struct dfr_queue) + t->st->qcharge;
 	t->watch_mem = c.mem_limit / 2;
+	t->ev_frag = dfr_wants(t, RXP_DEFRAG_EV_FRAG);
 	if (c.policy == RXP_DEFRAG_STRICT && !c.forward && c.pressure == RXP_DEFRAG_PRESSURE_EVICT)
 		t->fast_mem = t->watch_mem;
 	randombytes_buf(t->hkey, sizeof(t->hkey));
@@ -365,7 +368,7 @@ void dfr_refuse(struct rxp_defrag_table *t, struct dfr_queue *q, const struct df
 {
 	t->c.ReasmFails++;
 	t->c.mem_drops++;
-	if (t->cfg.event_cb)
+	if (dfr_wants(t, RXP_DEFRAG_EV_REFUSED))
 		dfr_ev_frag(t, q, fi, pkt, hdrlen, RXP_DEFRAG_EV_REFUSED, r);
 	frag_drop(t, pkt, r);
 }
@@ -410,7 +413,7 @@ static void count_giveup(struct rxp_defrag_table *t, const struct dfr_queue *q,
 		t->c.ReasmFails++;
 		break;
 	}
-	if (t->cfg.event_cb)
+	if (dfr_wants(t, RXP_DEFRAG_EV_GIVEUP))
 		ev_queue(t, q, RXP_DEFRAG_EV_GIVEUP, r);
 }
 
@@ -684,7 +687,7 @@ DFR_HOT struct rxp_pkt *dfr_finish(struct rxp_defrag_table *t, struct dfr_queue 
 		rxp_pkt_drop(res, fail);
 		goto failed;
 	}
-	if (t->cfg.event_cb)
+	if (dfr_wants(t, RXP_DEFRAG_EV_DONE))
 		ev_queue(t, q, RXP_DEFRAG_EV_DONE, 0);
 	if (q->pst & DFR_P_TRACKED)
 		src_done(t, q);
@@ -707,7 +710,7 @@ failed:
 void dfr_insert_failed(struct rxp_defrag_table *t, struct dfr_queue *q, const struct dfr_info *fi,
 		       struct rxp_pkt *pkt, int r)
 {
-	if ((r == DFR_DUP || r == DFR_OVERLAP) && t->cfg.event_cb) {
+	if ((r == DFR_DUP || r == DFR_OVERLAP) && dfr_wants(t, RXP_DEFRAG_EV_OVERLAP)) {
 		uint32_t lo, hi;
 		bool differ = dfr_runs_compare(q, pkt, fi->off, fi->end, &lo, &hi);
 

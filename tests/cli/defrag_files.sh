@@ -220,6 +220,15 @@ grep -q "IP reassembly statistics" err && grep -q "^IPv4 " err &&
 	ok "summary table" || { bad "summary table"; cat err; }
 [ "$(jget j overlaps)" -eq 2 ] && [ "$(jget j overlaps_differ)" -eq 1 ] && [ "$(jget j tiny_fragments)" -eq 7 ] && [ "$(jget j df_fragments)" -eq 2 ] &&
 	ok "--json families, overlaps, tiny, DF" || bad "--json report counts"
+# without --report the table gets no event per fragment (the counts come
+# from its counters and the datagrams' events): the same counts
+D --timeout 30 --json events.pcap o_ev2.pcap >j2 2>/dev/null || bad "--json without --report: rc $?"
+for k in tiny_fragments df_fragments overlaps overlaps_differ; do
+	[ "$(jget j $k)" = "$(jget j2 $k)" ] || bad "--json $k: $(jget j $k) with --report, $(jget j2 $k) without"
+done
+grep -o '"ipv[46]":{[^}]*}' j >f1; grep -o '"ipv[46]":{[^}]*}' j2 >f2
+cmp -s f1 f2 && [ -s f1 ] && cmp -s o_ev.pcap o_ev2.pcap &&
+	ok "--json families, tiny and DF the same without --report" || { bad "--json without --report"; cat f1 f2; }
 D --report events.pcap events.pcap o.pcap 2>err
 [ $? -eq 2 ] && grep -q "would overwrite" err && ok "--report IN refused" || bad "--report IN"
 

@@ -390,6 +390,9 @@ static void test_ecn_df(void **state)
 	assert_non_null(r);
 	assert_int_equal(ntohs(((struct rxp_iphdr *)r->data)->frag_off), RXP_IP_DF);
 	rxp_pkt_consume(r);
+	/* every fragment but the last ones was tiny (under 64 bytes); two had DF */
+	assert_int_equal(dt_ctr(e.t).tiny_frags, 4);
+	assert_int_equal(dt_ctr(e.t).df_frags, 2);
 	free(pl);
 	env_down(&e);
 }

@@ -268,6 +268,42 @@ static void test_events(void **state)
 	free(other);
 }
 
+/* event_mask: without RXP_DEFRAG_EV_FRAG the hook gets the datagrams'
+ * events and no fragment's, and the fragments still count (the DONE and
+ * GIVEUP events' nfrags; the table's tiny and DF counters). */
+static void test_event_mask(void **state)
+{
+	struct evlog l = {0};
+	struct rxp_defrag_config c = {
+		.event_cb = on_event,
+		.event_arg = &l,
+		.event_mask = ~(1u << RXP_DEFRAG_EV_FRAG),
+	};
+	struct env e;
+	uint8_t *pl = dt_payload(3000, 5);
+	struct dt4 a = {.id = 1}, b = {.id = 2, .df = true};
+	struct rxp_pkt *r;
+
+	env_up(&e, &c);
+	assert_null(rxp_defrag(e.t, dt_frag4(e.pp, &a, pl, 0, 1000, true), 1));
+	assert_null(rxp_defrag(e.t, dt_frag4(e.pp, &a, pl, 2000, 1000, false), 2));
+	r = rxp_defrag(e.t, dt_frag4(e.pp, &a, pl, 1000, 1000, true), 3);
+	assert_non_null(r);
+	rxp_pkt_consume(r);
+	/* b: two tiny fragments with DF, given up at the end */
+	assert_null(rxp_defrag(e.t, dt_frag4(e.pp, &b, pl, 0, 32, true), 4));
+	assert_null(rxp_defrag(e.t, dt_frag4(e.pp, &b, pl, 64, 16, true), 5));
+	assert_int_equal(l.n[RXP_DEFRAG_EV_FRAG], 0);
+	assert_int_equal(l.n[RXP_DEFRAG_EV_DONE], 1);
+	assert_int_equal(l.nfrags, 3);
+	assert_int_equal(dt_ctr(e.t).tiny_frags, 2);
+	assert_int_equal(dt_ctr(e.t).df_frags, 2);
+	env_down(&e);
+	assert_int_equal(l.n[RXP_DEFRAG_EV_GIVEUP], 1);
+	assert_int_equal(l.giveup, RXP_DROP_TEARDOWN);
+	free(pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_attack_mixed_in),
 		cmocka_unit_test(test_memory_grows_with_use),
 		cmocka_unit_test(test_events),
+		cmocka_unit_test(test_event_mask),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
