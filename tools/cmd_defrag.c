@@ -51,7 +51,9 @@
 #define NO_TIMEOUT_NS (1ull << 62) /* 146 years past any capture's time: never */
 #define CLOCK_WIN 7
 #define MAX_FILTERS 16 /* link types a filter is compiled for */
-#define POOL_MARGIN 4096 /* packets beyond what the table can hold */
+/* packets beyond what the table can hold: frames being read, and the
+ * datagrams OUT holds until its writer has copied them (dio_out_fill) */
+#define POOL_MARGIN (4096 + 2 * DIO_OUT_FILLS)
 /* Header bytes a head of c.hp holds: the link and IP headers of nearly
  * every fragment (Ethernet, two VLAN tags and IPv4 with options: 82;
  * IPv6 with a fragment header: 62), 3 of alignment. */
@@ -351,17 +353,25 @@ static void on_discard(void *arg, const struct rxp_pkt *pkt)
 		c->kept++;
 }
 
-/* Write the datagrams DFR_LATER left, oldest first, until keep are left. */
+/* Write the datagrams DFR_LATER left, oldest first, until keep are left:
+ * each frame's headers now, its datagram's bytes by OUT's writer
+ * (dio_out_fill), which copies them on the other core. */
 static void flush_later(struct dctx *c, unsigned keep)
 {
+	struct rxp_pkt *dgram;
 	struct dfr_out o;
 	uint8_t *room;
 
 	while (dfr_frames_npending(c->frames) > keep &&
 	       (room = dio_out_room(c->out, DFR_OUT_MAX)) &&
-	       dfr_frames_pending(c->frames, room, &o))
-		if (dio_write_frame_on(c->out, c->in, o.iface, o.dlt, o.frame, o.len, o.ts_ns))
+	       dfr_frames_pending_ref(c->frames, room, &o, &dgram)) {
+		if (dio_write_frame_on(c->out, c->in, o.iface, o.dlt, o.frame, o.len, o.ts_ns)) {
+			rxp_pkt_consume(dgram);
 			note_werr(c);
+		} else if (dio_out_fill(c->out, room + o.len - dgram->len, dgram)) {
+			note_werr(c);
+		}
+	}
 }
 
 /* How many records ahead of the one processed a fragment is hinted to the
@@ -395,7 +405,8 @@ static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_cloc
 			       .src = r->page,
 			       .src_off = r->page_off,
 			       .stable = r->stable,
-			       .defer = c->defer};
+			       .defer = c->defer,
+			       .defer_copy = c->defer && dio_out_fill_ok(c->out)};
 	struct dfr_out fo;
 	uint64_t now;
 

@@ -452,7 +452,8 @@ static bool defer_out(struct dfr_frames *fs, struct rxp_pkt *res, const uint8_t 
 	/* outside a tunnel, the link headers' fields are all in front */
 	if (rxp_decap_fixup(&fs->d, p->hdr, hlen + res->len))
 		return false;
-	prefetch_frags(res);
+	if (!f->defer_copy)
+		prefetch_frags(res);
 	p->res = res;
 	p->hlen = hlen;
 	p->total = hlen + res->len;
@@ -468,27 +469,45 @@ unsigned dfr_frames_npending(const struct dfr_frames *fs)
 	return fs->npend;
 }
 
-bool dfr_frames_pending(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out)
+/* The oldest pending datagram's frame headers into room, out filled; the
+ * datagram, no longer held, returned. */
+static struct rxp_pkt *pending_take(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out)
 {
 	struct dfr_pending *p = &fs->pend[0];
-	bool ok;
+	struct rxp_pkt *res = p->res;
 
+	memcpy(room, p->hdr, p->hlen);
+	out->frame = room;
+	out->len = p->total;
+	out->dlt = p->dlt;
+	out->iface = p->iface;
+	out->ts_ns = p->ts_ns;
+	out->dgram = NULL;
+	if (--fs->npend)
+		fs->pend[0] = fs->pend[1];
+	return res;
+}
+
+bool dfr_frames_pending(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out)
+{
 	while (fs->npend) {
-		memcpy(room, p->hdr, p->hlen);
-		ok = !rxp_pkt_copy_bits(p->res, 0, room + p->hlen, p->res->len);
-		rxp_pkt_consume(p->res);
-		out->frame = room;
-		out->len = p->total;
-		out->dlt = p->dlt;
-		out->iface = p->iface;
-		out->ts_ns = p->ts_ns;
-		out->dgram = NULL;
-		if (--fs->npend)
-			fs->pend[0] = fs->pend[1];
+		struct rxp_pkt *res = pending_take(fs, room, out);
+		bool ok = !rxp_pkt_copy_bits(res, 0, room + out->len - res->len, res->len);
+
+		rxp_pkt_consume(res);
 		if (ok) /* (a datagram shorter than it says is not written) */
 			return true;
 	}
 	return false;
+}
+
+bool dfr_frames_pending_ref(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out,
+			    struct rxp_pkt **dgram)
+{
+	if (!fs->npend)
+		return false;
+	*dgram = pending_take(fs, room, out);
+	return true;
 }
 
 /* The output frame for datagram res behind fs->d's headers; false when it

@@ -59,6 +59,9 @@ struct dfr_frame {
 	 * built later, by dfr_frames_pending, after the caller's next
 	 * dfr_frame_process; then room is not used for it */
 	bool defer;
+	/* with defer: the caller copies the datagram's bytes itself, later
+	 * (dfr_frames_pending_ref): its payload is not asked for now */
+	bool defer_copy;
 };
 
 /* Largest frame read (libpcap's snaplen cap); an output frame is at most
@@ -143,6 +146,11 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
  * dfr_frame_process, before it writes anything else, and until false
  * at the end. At most two are held (dfr_frames_npending). */
 bool dfr_frames_pending(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out);
+/* The same without the datagram's bytes: room gets the frame's headers,
+ * *dgram the datagram itself (data at its IP header, now the caller's),
+ * whose dgram->len bytes belong at out->frame + out->len - dgram->len. */
+bool dfr_frames_pending_ref(struct dfr_frames *fs, uint8_t *room, struct dfr_out *out,
+			    struct rxp_pkt **dgram);
 unsigned dfr_frames_npending(const struct dfr_frames *fs);
 
 /* For the table's discard hook (rxp_defrag_config.discard_cb): the frame a

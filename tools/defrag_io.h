@@ -101,6 +101,18 @@ uint8_t *dio_out_room(struct dio_out *out, uint32_t max);
  * iface, link type dlt (DLT_), timestamp ts_ns. */
 int dio_write_frame_on(struct dio_out *out, struct dio_in *in, uint32_t iface, int dlt,
 		       const uint8_t *data, uint32_t len, uint64_t ts_ns);
+/* The dgram->len bytes at dst, inside the frame just written from
+ * dio_out_room's room (dio_write_frame_on), are dgram's: copied there by
+ * OUT's writer thread just before it writes the buffer (its reading of
+ * them then overlaps the parse, on the other core), or here when OUT has
+ * no writer thread or DIO_OUT_FILLS are waiting. Consumes dgram (on this
+ * thread, once its buffer is written). 0, or -1 when dgram is shorter
+ * than it says. */
+#define DIO_OUT_FILLS 1024u /* per buffer: datagrams OUT holds at most twice this */
+struct rxp_pkt;
+int dio_out_fill(struct dio_out *out, uint8_t *dst, struct rxp_pkt *dgram);
+/* Whether dio_out_fill would leave the copy to the writer now. */
+bool dio_out_fill_ok(const struct dio_out *out);
 /* Records written that OUT's format cannot hold (other record types to
  * pcap), skipped. */
 uint64_t dio_out_skipped(const struct dio_out *out);

@@ -26,6 +26,7 @@
 #include <wiretap/wtap.h>
 
 #include "defrag_frame.h"
+#include "rxpath/pkt.h"
 #include "defrag_io_internal.h"
 
 /* The writer thread of a pcap OUT: it writes one buffer while the main
@@ -37,7 +38,8 @@ struct wthread {
 	pthread_cond_t cv;
 	const uint8_t *buf; /* posted: being written while busy */
 	size_t len;
-	bool started, busy, quit;
+	bool started, quit;
+	bool busy; /* (atomic: the parser reads it unlocked, wb_flush) */
 	/* It also keeps IN's mapping (dio_fast_take_service): kicked when
 	 * the parser asks for that. Two threads on two cores, not three:
 	 * see wt_start. */
@@ -71,8 +73,17 @@ struct dio_out {
 	bool pcapng, to_stdout;
 	bool direct; /* OUT is a device or FIFO: written in place, not renamed onto */
 	bool prealloc; /* the temporary has blocks past its end to let go (prealloc) */
+	/* Per wbs[i], the datagrams whose bytes the writer thread copies into
+	 * it before writing it (dio_out_fill), consumed here once it is. */
+	struct out_fill *fills[2];
+	unsigned nfill[2];
 	uint64_t skipped;
 	char final[PATH_MAX];
+};
+
+struct out_fill {
+	uint8_t *dst;
+	struct rxp_pkt *dgram;
 };
 
 /* The temporary file being written, removed by the signal handler. */
@@ -452,6 +463,67 @@ static int write_all(struct dio_out *o, const uint8_t *b, size_t n)
 	return 0;
 }
 
+static unsigned wb_index(const struct dio_out *o, const uint8_t *b)
+{
+	return b == o->wbs[1];
+}
+
+/* The bytes of buffer i's datagrams into it (the writer, just before it
+ * writes it). A datagram's payload lies far away (the mapped input, its
+ * fragments long read): the first lines of the next one's pieces are
+ * asked for while one is copied. Reads the datagrams only: they stay the
+ * parser's. */
+static void fills_copy(struct dio_out *o, unsigned i)
+{
+	const struct out_fill *f = o->fills[i];
+	unsigned n = o->nfill[i];
+
+	for (unsigned k = 0; k < n; k++) {
+		const struct rxp_pkt *d = f[k].dgram;
+
+		if (k + 1 < n) {
+			const struct rxp_pkt *nx = f[k + 1].dgram;
+
+			for (unsigned j = 0; j < nx->nr_frags; j++) {
+				const uint8_t *a = nx->frags[j].page->addr + nx->frags[j].off;
+
+				__builtin_prefetch(a);
+				__builtin_prefetch(a + 64);
+			}
+		}
+		(void)rxp_pkt_copy_bits(d, 0, f[k].dst, d->len);
+	}
+}
+
+/* Buffer i is written (or never will be): its datagrams go, on the
+ * parser's thread, whose pools they came from. */
+static void fills_done(struct dio_out *o, unsigned i)
+{
+	for (unsigned k = 0; k < o->nfill[i]; k++)
+		rxp_pkt_consume(o->fills[i][k].dgram);
+	o->nfill[i] = 0;
+}
+
+bool dio_out_fill_ok(const struct dio_out *o)
+{
+	return o->wt.started && !o->werr && o->nfill[wb_index(o, o->wb)] < DIO_OUT_FILLS;
+}
+
+int dio_out_fill(struct dio_out *o, uint8_t *dst, struct rxp_pkt *dgram)
+{
+	unsigned i = wb_index(o, o->wb);
+	int rc;
+
+	if (dio_out_fill_ok(o) &&
+	    (o->fills[i] || (o->fills[i] = malloc(DIO_OUT_FILLS * sizeof(struct out_fill))))) {
+		o->fills[i][o->nfill[i]++] = (struct out_fill){dst, dgram};
+		return 0;
+	}
+	rc = rxp_pkt_copy_bits(dgram, 0, dst, dgram->len);
+	rxp_pkt_consume(dgram);
+	return rc;
+}
+
 static void *wt_main(void *arg)
 {
 	struct dio_out *o = arg;
@@ -459,7 +531,7 @@ static void *wt_main(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->busy && !w->quit && !w->kicked)
+		while (!__atomic_load_n(&w->busy, __ATOMIC_RELAXED) && !w->quit && !w->kicked)
 			pthread_cond_wait(&w->cv, &w->mu);
 		if (w->kicked) { /* IN's upkeep first: the parser waits on it */
 			w->kicked = false;
@@ -468,14 +540,16 @@ static void *wt_main(void *arg)
 			pthread_mutex_lock(&w->mu);
 			continue;
 		}
-		if (!w->busy)
+		if (!__atomic_load_n(&w->busy, __ATOMIC_RELAXED))
 			break;
 		pthread_mutex_unlock(&w->mu);
+		if (!w->err)
+			fills_copy(o, wb_index(o, w->buf));
 		int rc = w->err ? 0 : write_all(o, w->buf, w->len), e = errno;
 		pthread_mutex_lock(&w->mu);
 		if (rc && !w->err)
 			w->err = e;
-		w->busy = false;
+		__atomic_store_n(&w->busy, false, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -525,7 +599,7 @@ static void wt_wait(struct dio_out *o)
 	if (!w->started)
 		return;
 	pthread_mutex_lock(&w->mu);
-	while (w->busy)
+	while (__atomic_load_n(&w->busy, __ATOMIC_RELAXED))
 		pthread_cond_wait(&w->cv, &w->mu);
 	if (w->err && !o->werr)
 		o->werr = w->err;
@@ -561,15 +635,28 @@ static int wb_flush(struct dio_out *o)
 		o->werr = errno ? errno : EIO;
 	o->hdr_out = true;
 	if (w->started) {
+		unsigned i = wb_index(o, o->wb);
+
+		/* While the writer is still busy with the other buffer, this
+		 * thread copies this one's datagrams, the last first, instead
+		 * of waiting: the writer copies what is left. So the copying
+		 * goes to whichever thread has the time for it. */
+		while (o->nfill[i] && __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE)) {
+			struct out_fill *f = &o->fills[i][--o->nfill[i]];
+
+			(void)rxp_pkt_copy_bits(f->dgram, 0, f->dst, f->dgram->len);
+			rxp_pkt_consume(f->dgram);
+		}
 		wt_wait(o);
 		if (!o->werr && o->wlen) {
 			pthread_mutex_lock(&w->mu);
 			w->buf = o->wb;
 			w->len = o->wlen;
-			w->busy = true;
+			__atomic_store_n(&w->busy, true, __ATOMIC_RELEASE);
 			pthread_cond_broadcast(&w->cv);
 			pthread_mutex_unlock(&w->mu);
 			o->wb = o->wb == o->wbs[0] ? o->wbs[1] : o->wbs[0];
+			fills_done(o, wb_index(o, o->wb)); /* written: wt_wait */
 		}
 	} else if (!o->werr && o->wlen && write_all(o, o->wb, o->wlen)) {
 		o->werr = errno;
@@ -680,6 +767,11 @@ static int pcap_writer_close(struct dio_out *o)
 		pcap_close(o->pdead);
 	o->pdead = NULL;
 	wt_stop(o); /* a writer opened part way */
+	for (unsigned i = 0; i < 2; i++) {
+		fills_done(o, i);
+		free(o->fills[i]);
+		o->fills[i] = NULL;
+	}
 	free(o->wbs[0]);
 	free(o->wbs[1]);
 	o->wb = o->wbs[0] = o->wbs[1] = NULL;
