@@ -474,6 +474,49 @@ static inline uint32_t be16_at(const uint8_t *p)
 	return (uint32_t)p[0] << 8 | p[1];
 }
 
+/* An IPv4 fragment's key as the words a queue's key is compared with
+ * (dfr_key's first 20 bytes), read from its 20-byte header at b; returns
+ * its slot. */
+struct key4 {
+	uint64_t w0, w1; /* family, protocol, id; zone, source */
+	uint32_t da, id;
+};
+static inline __attribute__((always_inline)) uint32_t
+key4_of(const struct rxp_defrag_table *t, const uint8_t *b, uint32_t zone, struct key4 *k)
+{
+	uint32_t sa;
+
+	memcpy(&sa, b + 12, 4);
+	memcpy(&k->da, b + 16, 4);
+	k->id = be16_at(b + 4);
+	k->w0 = 4u | (uint32_t)b[9] << 8 | (uint64_t)k->id << 32; /* (pad 0) */
+	k->w1 = zone | (uint64_t)sa << 32;
+	return dfr_slot_of(t, (uint32_t)k->w0, k->w1, k->da, k->id);
+}
+
+/* The same for IPv6 with the fragment header at b + 40: dfr_key's bytes
+ * 8-43 (zone, then source and destination) as words. */
+struct key6 {
+	uint64_t w1, x2, x3, x4;
+	uint32_t x5, id, zone;
+};
+static inline __attribute__((always_inline)) uint32_t
+key6_of(const struct rxp_defrag_table *t, const uint8_t *b, uint32_t zone, struct key6 *k)
+{
+	uint32_t sa0;
+
+	memcpy(&k->id, b + RXP_IPV6_HLEN + 4, 4);
+	k->id = ntohl(k->id);
+	k->zone = dfr_ipv6_zone(b + 24, zone, t->cfg.zone_all_v6);
+	memcpy(&sa0, b + 8, 4);
+	memcpy(&k->x2, b + 12, 8);
+	memcpy(&k->x3, b + 20, 8);
+	memcpy(&k->x4, b + 28, 8);
+	memcpy(&k->x5, b + 36, 4);
+	k->w1 = k->zone | (uint64_t)sa0 << 32;
+	return dfr_slot_of(t, 6, k->w1, dfr_slot6_mix(k->x2, k->x3, k->x4, k->x5), k->id);
+}
+
 /* IPv4 with a 20-byte header. Its key is made in memory only for a new
  * queue: lookup reads what it needs of the header as words. */
 static inline __attribute__((always_inline)) struct rxp_pkt *
@@ -481,10 +524,10 @@ fast_v4(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 {
 	const uint8_t *b = pkt->data;
 	uint32_t fo = be16_at(b + 6), tot = be16_at(b + 2), plen = tot - RXP_IPV4_HLEN;
-	uint32_t id = be16_at(b + 4), sa, da, slot, v, tsize;
+	uint32_t slot, v, tsize;
 	struct fast_frag f;
 	struct dfr_queue *q = NULL;
-	uint64_t w0, w1;
+	struct key4 k;
 
 	if (!(fo & (RXP_IP_MF | RXP_IP_OFFMASK)))
 		return pkt; /* not a fragment */
@@ -492,11 +535,7 @@ fast_v4(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 	if (rxp_unlikely(tot != pkt->len || tot <= RXP_IPV4_HLEN || (f.mf && (plen & 7)) ||
 			 (pkt->flags & RXP_PKT_F_RINGBUF)))
 		return frag_general(t, pkt, zone, now);
-	memcpy(&sa, b + 12, 4);
-	memcpy(&da, b + 16, 4);
-	w0 = 4u | (uint32_t)b[9] << 8; /* family, protocol (pad 0) */
-	w1 = zone | (uint64_t)sa << 32;
-	slot = dfr_slot_of(t, w0, w1, da, id);
+	slot = key4_of(t, b, zone, &k);
 	v = t->slots[slot];
 	if (v) {
 		struct dfr_queue *c = &t->qarr[v - 1];
@@ -507,7 +546,7 @@ fast_v4(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 		memcpy(&k0, &c->key, 8);
 		memcpy(&k1, (const uint8_t *)&c->key + 8, 8);
 		memcpy(&k2, (const uint8_t *)&c->key + 16, 4);
-		if (((k0 ^ (w0 | (uint64_t)id << 32)) | (k1 ^ w1) | (k2 ^ da)) == 0)
+		if (((k0 ^ k.w0) | (k1 ^ k.w1) | (k2 ^ k.da)) == 0)
 			q = c;
 	}
 	tsize = pkt->truesize;
@@ -517,11 +556,10 @@ fast_v4(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 	t->c.ReasmReqds++;
 	t->seq++;
 	if (!q) {
-		struct dfr_key k = {.family = 4, .proto = b[9], .id = id, .zone = zone};
+		struct dfr_key key = {.family = 4, .proto = b[9], .id = k.id, .zone = zone};
 
-		memcpy(k.addr, &sa, 4);
-		memcpy(k.addr + 4, &da, 4);
-		q = dfr_queue_new(t, &k, 0, false, slot, now);
+		memcpy(key.addr, b + 12, 8);
+		q = dfr_queue_new(t, &key, 0, false, slot, now);
 	}
 	f.off = (fo & RXP_IP_OFFMASK) * 8u;
 	f.end = f.off + plen;
@@ -539,11 +577,10 @@ static inline __attribute__((always_inline)) struct rxp_pkt *
 fast_v6(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t now)
 {
 	const uint8_t *b = pkt->data, *fh = b + RXP_IPV6_HLEN;
-	uint32_t plen = be16_at(b + 4), fo = be16_at(fh + 2), need, slot, tsize, id, kzone, sa0, x5,
-		 v;
-	uint64_t w1, x2, x3, x4;
+	uint32_t plen = be16_at(b + 4), fo = be16_at(fh + 2), need, slot, tsize, v;
 	struct dfr_queue *q = NULL;
 	struct fast_frag f;
+	struct key6 k;
 
 	f.mf = fo & RXP_IP6_MF;
 	f.off = fo & RXP_IP6_OFFMASK;
@@ -569,18 +606,7 @@ fast_v6(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 			 f.end > DFR_MAXLEN || (!f.off && f.end < need) ||
 			 (pkt->flags & RXP_PKT_F_RINGBUF)))
 		return frag_general(t, pkt, zone, now);
-	memcpy(&id, fh + 4, 4);
-	id = ntohl(id);
-	kzone = dfr_ipv6_zone(b + 24, zone, t->cfg.zone_all_v6);
-	/* the key's bytes 8-43 (dfr_key: zone, then source and destination
-	 * from b + 8) as words */
-	memcpy(&sa0, b + 8, 4);
-	memcpy(&x2, b + 12, 8);
-	memcpy(&x3, b + 20, 8);
-	memcpy(&x4, b + 28, 8);
-	memcpy(&x5, b + 36, 4);
-	w1 = kzone | (uint64_t)sa0 << 32;
-	slot = dfr_slot_of(t, 6, w1, dfr_slot6_mix(x2, x3, x4, x5), id);
+	slot = key6_of(t, b, zone, &k);
 	v = t->slots[slot];
 	if (v) {
 		struct dfr_queue *c = &t->qarr[v - 1];
@@ -595,8 +621,8 @@ fast_v6(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 		memcpy(&k3, kb + 24, 8);
 		memcpy(&k4, kb + 32, 8);
 		memcpy(&k5, kb + 40, 4);
-		if (((k0 ^ (6u | (uint64_t)id << 32)) | (k1 ^ w1) | (k2 ^ x2) | (k3 ^ x3) |
-		     (k4 ^ x4) | (k5 ^ x5)) == 0)
+		if (((k0 ^ (6u | (uint64_t)k.id << 32)) | (k1 ^ k.w1) | (k2 ^ k.x2) | (k3 ^ k.x3) |
+		     (k4 ^ k.x4) | (k5 ^ k.x5)) == 0)
 			q = c;
 	}
 	tsize = pkt->truesize;
@@ -606,10 +632,10 @@ fast_v6(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 	t->c.ReasmReqds++;
 	t->seq++;
 	if (!q) {
-		struct dfr_key k = {.family = 6, .id = id, .zone = kzone};
+		struct dfr_key key = {.family = 6, .id = k.id, .zone = k.zone};
 
-		memcpy(k.addr, b + 8, 32);
-		q = dfr_queue_new(t, &k, 0, false, slot, now);
+		memcpy(key.addr, b + 8, 32);
+		q = dfr_queue_new(t, &key, 0, false, slot, now);
 	}
 	f.hdrlen = RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN;
 	f.nhoff = 6;
@@ -643,24 +669,21 @@ void rxp_defrag_prefetch(const struct rxp_defrag_table *t, const void *l3, size_
 			 uint32_t zone)
 {
 	const uint8_t *b = l3;
-	struct dfr_key k = {0};
+	uint32_t slot;
 
 	if (len >= RXP_IPV4_HLEN && b[0] == 0x45 && ((b[6] & 0x3f) | b[7])) {
-		k.family = 4;
-		k.proto = b[9];
-		k.id = (uint32_t)b[4] << 8 | b[5];
-		k.zone = zone;
-		memcpy(k.addr, b + 12, 8);
+		struct key4 k;
+
+		slot = key4_of(t, b, zone, &k);
 	} else if (len >= RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN && b[0] >> 4 == 6 &&
 		   b[6] == 44) { /* the fragment header first, as nearly always */
-		k.family = 6;
-		k.id = (uint32_t)b[44] << 24 | (uint32_t)b[45] << 16 | (uint32_t)b[46] << 8 | b[47];
-		k.zone = dfr_ipv6_zone(b + 24, zone, t->cfg.zone_all_v6);
-		memcpy(k.addr, b + 8, 32);
+		struct key6 k;
+
+		slot = key6_of(t, b, zone, &k);
 	} else {
 		return;
 	}
-	dfr_prefetch(t, &k);
+	dfr_prefetch(t, slot);
 }
 
 struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,

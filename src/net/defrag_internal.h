@@ -595,7 +595,7 @@ void dfr_ev_overlap(struct rxp_defrag_table *t, const struct dfr_queue *q, uint3
 		    uint32_t end, bool differ, bool dup);
 
 /* rxp_defrag_zone() specialised for each storage (defrag.c): t->frag. */
-void dfr_prefetch(const struct rxp_defrag_table *t, const struct dfr_key *k);
+void dfr_prefetch(const struct rxp_defrag_table *t, uint32_t slot);
 struct rxp_pkt *dfr_frag_runs(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,
 			      uint64_t now);
 struct rxp_pkt *dfr_frag_policy(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,

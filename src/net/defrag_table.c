@@ -254,7 +254,7 @@ DFR_HOT struct dfr_queue *dfr_lookup(struct rxp_defrag_table *t, const struct df
 	return NULL;
 }
 
-/* rxp_defrag_prefetch's part: the slot of k, and every line of its queue.
+/* rxp_defrag_prefetch's part: a slot, and every line of its queue.
  * An accepted fragment writes lines 1, 2 (pf) and 6 (pg) besides reading
  * line 0, one out of order the small runs (4-5), and completion reads them
  * all: fetching only lines 0-1 left the others to miss on the spot
@@ -263,9 +263,9 @@ DFR_HOT struct dfr_queue *dfr_lookup(struct rxp_defrag_table *t, const struct df
  * capture, 10,000 datagrams of 4 shuffled fragments in flight). All seven:
  * that run's main thread 0.204 -> 0.178 s of user time (median of 13,
  * alternating). Reads only; the write hint is for the lines written. */
-void dfr_prefetch(const struct rxp_defrag_table *t, const struct dfr_key *k)
+void dfr_prefetch(const struct rxp_defrag_table *t, uint32_t slot)
 {
-	uint32_t v = t->slots[slot_index(t, k)];
+	uint32_t v = t->slots[slot];
 
 	if (v) {
 		const char *q = (const char *)&t->qarr[v - 1];
