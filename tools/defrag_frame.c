@@ -549,11 +549,12 @@ enum dfr_verdict dfr_frame_process(struct dfr_frames *fs, struct rxp_defrag_tabl
 	int dlt = f->dlt;
 	struct rxp_decap *d = &fs->d;
 	struct rxp_pkt *p, *res;
-	struct dfr_late_frag lf = {.ok = false}; /* what dfr_late_match parsed */
+	struct dfr_late_frag lf; /* what dfr_late_match parsed (ok says whether) */
 	uint32_t zone, iplen;
 	bool frag, changed = false, in_w = false;
 	int r;
 
+	lf.ok = false; /* (not the whole struct: set per frame, read only when ok) */
 	if (fs->last) {
 		rxp_pkt_consume(fs->last);
 		fs->last = NULL;
