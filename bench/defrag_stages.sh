@@ -44,15 +44,20 @@ src, tmp = sys.argv[1], sys.argv[2]
 
 # rxpath source functions by stage; anything else in src/net is "other".
 STAGES = {
+    # (the fast path's fast_v4/fast_v6 read the header and compare the
+    # slot's key in one function: counted as parse)
     'parse': r'^(rxp_defrag|rxp_defrag_zone|entry|classify|dfr_ipv4_parse|dfr_ipv6_parse|'
              r'ipv4_csum.*|csum.*|rd|upper_complete|zone_scoped|too_big|rxp_ip_hlen|rxp_csum.*|'
-             r'dfr_frag_runs|dfr_frag_policy|dfr_watching|dfr_ev_.*|__bswap_.*)$',
-    'lookup': r'^(dfr_key_hash|key_eq|bucket|slot_index|dfr_lookup.*|lookup.*|find.*|'
-              r'queue_new|queue_get|queue_make.*|queue_init|arm|dfr_find.*|src_.*|max_dist_check|'
-              r'slot_.*|hash.*|dfr_queue_new|queue_take|dfr_fifo_of)$',
-    'insert': r'^(frag_in|accepted|end_ok|copy_out|dfr_runs_insert|small_insert|small_start|'
-              r'append_run|tree_insert|run_.*|small_to_tree|dfr_pressure|room|'
-              r'rxp_pkt_truesize|dfr_charge.*|dfr_completes|dfr_gap_note|dfr_fits|ecn_combine)$',
+             r'dfr_frag_runs|dfr_frag_policy|dfr_watching|dfr_ev_.*|__bswap_.*|'
+             r'fast_v4|fast_v6|key4_of|key6_of|be16_at|frag_general)$',
+    'lookup': r'^(dfr_key_hash|key_eq|key4_words|bucket|slot_index|dfr_lookup.*|lookup.*|find.*|'
+              r'queue_new|queue_get|queue_make.*|queue_init|queue_clear_line|arm|dfr_find.*|'
+              r'src_.*|max_dist_check|slot_.*|hash.*|dfr_queue_new|queue_take|dfr_fifo_of|'
+              r'dfr_slot_of|dfr_slot6_mix)$',
+    'insert': r'^(frag_in|accepted|account|end_ok|ends_ok|copy_out|dfr_runs_insert|small_insert|'
+              r'small_start|append_run|tree_insert|run_.*|small_to_tree|dfr_pressure|room|'
+              r'rxp_pkt_truesize|dfr_charge.*|dfr_completes|dfr_completes_at|dfr_gap_note|'
+              r'dfr_fits|ecn_combine|fast_take|fast_ok|dfr_tombs_live|dfr_has_free)$',
     'complete': r'^(dfr_finish|runs_build|runs_take_all|list_from_tail|run_head|'
                 r'queue_unlink|queue_release|rxp_pkt_coalesce.*|coalesce.*|'
                 r'rxp_pkt_add_.*|dfr_ipv6_strip|strip|fix_header.*|finish.*|dfr_ipv[46]_finish|dfr_prefetch_frags)$',
