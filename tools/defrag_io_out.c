@@ -77,14 +77,27 @@ struct dio_out {
 	 * it before writing it (dio_out_fill), consumed here once it is. */
 	struct out_fill *fills[2];
 	unsigned nfill[2];
+	struct out_piece *pcs[2];
+	unsigned npcs[2];
 	uint64_t skipped;
 	char final[PATH_MAX];
 };
 
+/* A datagram whose bytes go at dst, as pieces p0.. (np of them) of its
+ * buffer's pieces: where they lie, worked out by the parser when it hands
+ * the datagram over, so that the writer reads no packet or page header
+ * (the parser writes those: a page header's reference count, next to the
+ * address, bounced between the cores). */
 struct out_fill {
 	uint8_t *dst;
 	struct rxp_pkt *dgram;
+	uint32_t p0, np;
 };
+struct out_piece {
+	const uint8_t *p;
+	size_t n;
+};
+#define OUT_PIECES (8 * DIO_OUT_FILLS) /* per buffer; past it, copied at once */
 
 /* The temporary file being written, removed by the signal handler. */
 static char tmp_path[PATH_MAX];
@@ -468,30 +481,42 @@ static unsigned wb_index(const struct dio_out *o, const uint8_t *b)
 	return b == o->wbs[1];
 }
 
+/* Fill f of buffer i: its datagram's pieces at its dst. */
+static void fill_copy(const struct dio_out *o, unsigned i, const struct out_fill *f)
+{
+	const struct out_piece *pc = o->pcs[i] + f->p0;
+	uint8_t *d = f->dst;
+
+	for (uint32_t j = 0; j < f->np; j++) {
+		memcpy(d, pc[j].p, pc[j].n);
+		d += pc[j].n;
+	}
+}
+
+/* The first lines of fill f's pieces: a datagram's payload lies far away
+ * (the mapped input, its fragments long read), asked for while the one
+ * before is copied. */
+static void fill_prefetch(const struct dio_out *o, unsigned i, const struct out_fill *f)
+{
+	const struct out_piece *pc = o->pcs[i] + f->p0;
+
+	for (uint32_t j = 0; j < f->np; j++) {
+		__builtin_prefetch(pc[j].p);
+		__builtin_prefetch(pc[j].p + 64);
+	}
+}
+
 /* The bytes of buffer i's datagrams into it (the writer, just before it
- * writes it). A datagram's payload lies far away (the mapped input, its
- * fragments long read): the first lines of the next one's pieces are
- * asked for while one is copied. Reads the datagrams only: they stay the
- * parser's. */
+ * writes it). */
 static void fills_copy(struct dio_out *o, unsigned i)
 {
 	const struct out_fill *f = o->fills[i];
 	unsigned n = o->nfill[i];
 
 	for (unsigned k = 0; k < n; k++) {
-		const struct rxp_pkt *d = f[k].dgram;
-
-		if (k + 1 < n) {
-			const struct rxp_pkt *nx = f[k + 1].dgram;
-
-			for (unsigned j = 0; j < nx->nr_frags; j++) {
-				const uint8_t *a = nx->frags[j].page->addr + nx->frags[j].off;
-
-				__builtin_prefetch(a);
-				__builtin_prefetch(a + 64);
-			}
-		}
-		(void)rxp_pkt_copy_bits(d, 0, f[k].dst, d->len);
+		if (k + 1 < n)
+			fill_prefetch(o, i, &f[k + 1]);
+		fill_copy(o, i, &f[k]);
 	}
 }
 
@@ -502,6 +527,7 @@ static void fills_done(struct dio_out *o, unsigned i)
 	for (unsigned k = 0; k < o->nfill[i]; k++)
 		rxp_pkt_consume(o->fills[i][k].dgram);
 	o->nfill[i] = 0;
+	o->npcs[i] = 0;
 }
 
 bool dio_out_fill_ok(const struct dio_out *o)
@@ -512,11 +538,24 @@ bool dio_out_fill_ok(const struct dio_out *o)
 int dio_out_fill(struct dio_out *o, uint8_t *dst, struct rxp_pkt *dgram)
 {
 	unsigned i = wb_index(o, o->wb);
+	uint32_t hl = rxp_pkt_headlen(dgram);
 	int rc;
 
-	if (dio_out_fill_ok(o) &&
-	    (o->fills[i] || (o->fills[i] = malloc(DIO_OUT_FILLS * sizeof(struct out_fill))))) {
-		o->fills[i][o->nfill[i]++] = (struct out_fill){dst, dgram};
+	if (dio_out_fill_ok(o) && !dgram->frag_list &&
+	    o->npcs[i] + 1u + dgram->nr_frags <= OUT_PIECES &&
+	    (o->fills[i] || (o->fills[i] = malloc(DIO_OUT_FILLS * sizeof(struct out_fill)))) &&
+	    (o->pcs[i] || (o->pcs[i] = malloc(OUT_PIECES * sizeof(struct out_piece))))) {
+		struct out_fill *f = &o->fills[i][o->nfill[i]++];
+		struct out_piece *pc = o->pcs[i];
+
+		*f = (struct out_fill){dst, dgram, o->npcs[i], 0};
+		if (hl)
+			pc[f->p0 + f->np++] = (struct out_piece){dgram->data, hl};
+		for (unsigned j = 0; j < dgram->nr_frags; j++)
+			pc[f->p0 + f->np++] =
+				(struct out_piece){dgram->frags[j].page->addr + dgram->frags[j].off,
+						   dgram->frags[j].size};
+		o->npcs[i] += f->np;
 		return 0;
 	}
 	rc = rxp_pkt_copy_bits(dgram, 0, dst, dgram->len);
@@ -644,7 +683,8 @@ static int wb_flush(struct dio_out *o)
 		while (o->nfill[i] && __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE)) {
 			struct out_fill *f = &o->fills[i][--o->nfill[i]];
 
-			(void)rxp_pkt_copy_bits(f->dgram, 0, f->dst, f->dgram->len);
+			fill_copy(o, i, f);
+			o->npcs[i] = f->p0;
 			rxp_pkt_consume(f->dgram);
 		}
 		wt_wait(o);
@@ -770,7 +810,9 @@ static int pcap_writer_close(struct dio_out *o)
 	for (unsigned i = 0; i < 2; i++) {
 		fills_done(o, i);
 		free(o->fills[i]);
+		free(o->pcs[i]);
 		o->fills[i] = NULL;
+		o->pcs[i] = NULL;
 	}
 	free(o->wbs[0]);
 	free(o->wbs[1]);
