@@ -517,6 +517,31 @@ key6_of(const struct rxp_defrag_table *t, const uint8_t *b, uint32_t zone, struc
 	return dfr_slot_of(t, 6, k->w1, dfr_slot6_mix(k->x2, k->x3, k->x4, k->x5), k->id);
 }
 
+/* The fast path once the slot is read: q is the slot's queue when its key
+ * is the fragment's, else NULL; a new queue gets key (family, proto, id,
+ * kzone, and alen bytes of addresses at addr), made in memory only then.
+ * f is filled. */
+static inline __attribute__((always_inline)) struct rxp_pkt *
+fast_queue(struct rxp_defrag_table *t, struct rxp_pkt *pkt, struct dfr_queue *q, uint32_t slot,
+	   uint8_t family, uint8_t proto, uint32_t id, uint32_t kzone, const uint8_t *addr,
+	   size_t alen, const struct fast_frag *f, uint32_t zone, uint64_t now)
+{
+	uint32_t tsize = pkt->truesize;
+
+	/* (!q with queues displaced: it may be one of them) */
+	if (rxp_unlikely((!q && t->ndisplaced) || !fast_ok(t, q, tsize, now)))
+		return frag_general(t, pkt, zone, now);
+	t->c.ReasmReqds++;
+	t->seq++;
+	if (!q) {
+		struct dfr_key key = {.family = family, .proto = proto, .id = id, .zone = kzone};
+
+		memcpy(key.addr, addr, alen);
+		q = dfr_queue_new(t, &key, 0, false, slot, now);
+	}
+	return fast_take(t, pkt, q, family == 4, f, tsize, zone, now);
+}
+
 /* IPv4 with a 20-byte header. Its key is made in memory only for a new
  * queue: lookup reads what it needs of the header as words. */
 static inline __attribute__((always_inline)) struct rxp_pkt *
@@ -524,7 +549,7 @@ fast_v4(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 {
 	const uint8_t *b = pkt->data;
 	uint32_t fo = be16_at(b + 6), tot = be16_at(b + 2), plen = tot - RXP_IPV4_HLEN;
-	uint32_t slot, v, tsize;
+	uint32_t slot, v;
 	struct fast_frag f;
 	struct dfr_queue *q = NULL;
 	struct key4 k;
@@ -549,18 +574,6 @@ fast_v4(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 		if (((k0 ^ k.w0) | (k1 ^ k.w1) | (k2 ^ k.da)) == 0)
 			q = c;
 	}
-	tsize = pkt->truesize;
-	/* (!q with queues displaced: it may be one of them) */
-	if (rxp_unlikely((!q && t->ndisplaced) || !fast_ok(t, q, tsize, now)))
-		return frag_general(t, pkt, zone, now);
-	t->c.ReasmReqds++;
-	t->seq++;
-	if (!q) {
-		struct dfr_key key = {.family = 4, .proto = b[9], .id = k.id, .zone = zone};
-
-		memcpy(key.addr, b + 12, 8);
-		q = dfr_queue_new(t, &key, 0, false, slot, now);
-	}
 	f.off = (fo & RXP_IP_OFFMASK) * 8u;
 	f.end = f.off + plen;
 	f.hdrlen = RXP_IPV4_HLEN;
@@ -568,7 +581,7 @@ fast_v4(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 	f.nexthdr = 0;
 	f.ecn = b[1] & 3;
 	f.df = fo & RXP_IP_DF;
-	return fast_take(t, pkt, q, true, &f, tsize, zone, now);
+	return fast_queue(t, pkt, q, slot, 4, b[9], k.id, zone, b + 12, 8, &f, zone, now);
 }
 
 /* IPv6 whose fragment header follows the fixed header. As fast_v4, its
@@ -577,7 +590,7 @@ static inline __attribute__((always_inline)) struct rxp_pkt *
 fast_v6(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t now)
 {
 	const uint8_t *b = pkt->data, *fh = b + RXP_IPV6_HLEN;
-	uint32_t plen = be16_at(b + 4), fo = be16_at(fh + 2), need, slot, tsize, v;
+	uint32_t plen = be16_at(b + 4), fo = be16_at(fh + 2), need, slot, v;
 	struct dfr_queue *q = NULL;
 	struct fast_frag f;
 	struct key6 k;
@@ -587,20 +600,10 @@ fast_v6(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 	f.end = f.off + plen - RXP_IPV6_FRAGHDR_LEN;
 	f.nexthdr = fh[0];
 	/* the atomic fragment, a payload the IP length does not match, one
-	 * not a multiple of 8, and a first fragment that may not hold the
-	 * upper-layer header (RFC 7112) are for the general entry */
-	switch (f.nexthdr) {
-	case RXP_IPPROTO_TCP:
-		need = 20;
-		break;
-	case RXP_IPPROTO_UDP:
-	case RXP_IPPROTO_ICMPV6:
-		need = 8;
-		break;
-	default:
-		need = 1u << 16;
-		break;
-	}
+	 * not a multiple of 8, and a first fragment without the whole
+	 * upper-layer header (RFC 7112), or with more extension headers, are
+	 * for the general entry */
+	need = dfr_upper_need(f.nexthdr);
 	if (rxp_unlikely(RXP_IPV6_HLEN + plen != pkt->len || plen <= RXP_IPV6_FRAGHDR_LEN ||
 			 (!f.mf && !f.off) || (f.mf && ((f.end - f.off) & 7)) ||
 			 f.end > DFR_MAXLEN || (!f.off && f.end < need) ||
@@ -625,23 +628,11 @@ fast_v6(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone, uint64_t
 		     (k4 ^ k.x4) | (k5 ^ k.x5)) == 0)
 			q = c;
 	}
-	tsize = pkt->truesize;
-	/* (!q with queues displaced: it may be one of them) */
-	if (rxp_unlikely((!q && t->ndisplaced) || !fast_ok(t, q, tsize, now)))
-		return frag_general(t, pkt, zone, now);
-	t->c.ReasmReqds++;
-	t->seq++;
-	if (!q) {
-		struct dfr_key key = {.family = 6, .id = k.id, .zone = k.zone};
-
-		memcpy(key.addr, b + 8, 32);
-		q = dfr_queue_new(t, &key, 0, false, slot, now);
-	}
 	f.hdrlen = RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN;
 	f.nhoff = 6;
 	f.ecn = (b[1] >> 4) & 3;
 	f.df = false;
-	return fast_take(t, pkt, q, false, &f, tsize, zone, now);
+	return fast_queue(t, pkt, q, slot, 6, 0, k.id, k.zone, b + 8, 32, &f, zone, now);
 }
 
 struct rxp_pkt *dfr_frag_runs(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,

@@ -465,6 +465,31 @@ static inline __attribute__((always_inline)) void dfr_prefetch_frags(const struc
 	}
 }
 
+/* How many bytes of an upper-layer header of protocol nh a first IPv6
+ * fragment must carry (RFC 7112, 8200 4.5): what the general parse and
+ * the fast path both ask. UINT32_MAX for an extension header or a
+ * fragment header, which are not upper-layer. */
+static inline uint32_t dfr_upper_need(uint8_t nh)
+{
+	switch (nh) {
+	case RXP_IPPROTO_HOPOPTS:
+	case RXP_IPPROTO_ROUTING:
+	case RXP_IPPROTO_DSTOPTS:
+	case RXP_IPPROTO_AH:
+	case RXP_IPPROTO_FRAGMENT:
+		return UINT32_MAX;
+	case RXP_IPPROTO_TCP:
+		return 20;
+	case RXP_IPPROTO_UDP:
+	case RXP_IPPROTO_ICMPV6:
+		return 8;
+	case RXP_IPPROTO_NONE:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
 /* An IPv6 queue's zone: the caller's for a link-local or multicast
  * destination (or every one, zone_all), else 0. */
 static inline uint32_t dfr_ipv6_zone(const uint8_t *daddr, uint32_t zone, bool zone_all)

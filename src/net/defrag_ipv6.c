@@ -46,18 +46,8 @@ static int upper_complete(const struct rxp_pkt *pkt, uint8_t nh, uint32_t pos, u
 			if (pos > lim)
 				return -RXP_DROP_FRAG_IPV6_INCOMPLETE;
 			continue;
-		case RXP_IPPROTO_TCP:
-			need = 20;
-			break;
-		case RXP_IPPROTO_UDP:
-		case RXP_IPPROTO_ICMPV6:
-			need = 8;
-			break;
-		case RXP_IPPROTO_NONE:
-			need = 0;
-			break;
 		default:
-			need = 1;
+			need = dfr_upper_need(nh);
 			break;
 		}
 		return pos + need <= lim ? 0 : -RXP_DROP_FRAG_IPV6_INCOMPLETE;
