@@ -53,7 +53,7 @@
 #define MAX_FILTERS 16 /* link types a filter is compiled for */
 /* packets beyond what the table can hold: frames being read, and the
  * datagrams OUT holds until its writer has copied them (dio_out_fill) */
-#define POOL_MARGIN (4096 + 2 * DIO_OUT_FILLS)
+#define POOL_MARGIN (4096 + DIO_OUT_NBUF * DIO_OUT_FILLS)
 /* Header bytes a head of c.hp holds: the link and IP headers of nearly
  * every fragment (Ethernet, two VLAN tags and IPv4 with options: 82;
  * IPv6 with a fragment header: 62), 3 of alignment. */

@@ -108,7 +108,8 @@ int dio_write_frame_on(struct dio_out *out, struct dio_in *in, uint32_t iface, i
  * no writer thread or DIO_OUT_FILLS are waiting. Consumes dgram (on this
  * thread, once its buffer is written). 0, or -1 when dgram is shorter
  * than it says. */
-#define DIO_OUT_FILLS 1024u /* per buffer: datagrams OUT holds at most twice this */
+#define DIO_OUT_NBUF 3u /* OUT's buffers, one filled while the writer has the others */
+#define DIO_OUT_FILLS 1024u /* per buffer: datagrams OUT holds DIO_OUT_NBUF times this at most */
 struct rxp_pkt;
 int dio_out_fill(struct dio_out *out, uint8_t *dst, struct rxp_pkt *dgram);
 /* Whether dio_out_fill would leave the copy to the writer now. */

@@ -29,17 +29,20 @@
 #include "rxpath/pkt.h"
 #include "defrag_io_internal.h"
 
-/* The writer thread of a pcap OUT: it writes one buffer while the main
- * thread fills the other, so the kernel's copy into the page cache and the
- * file system's work (a third of a run's time) overlap the reassembly. */
+/* The writer thread of a pcap OUT: it writes the buffers the main thread
+ * has filled, in turn, while that thread fills the next, so the kernel's
+ * copy into the page cache and the file system's work (a third of a run's
+ * time) overlap the reassembly. */
 struct wthread {
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	const uint8_t *buf; /* posted: being written while busy */
-	size_t len;
+	size_t lens[DIO_OUT_NBUF]; /* of each posted buffer */
+	unsigned wr; /* the next buffer to write (the writer's) */
+	/* buffers posted and not yet written: wr, wr + 1, ... (atomic: the
+	 * parser reads it unlocked, wb_flush) */
+	unsigned pend;
 	bool started, quit;
-	bool busy; /* (atomic: the parser reads it unlocked, wb_flush) */
 	/* It also keeps IN's mapping (dio_fast_take_service): kicked when
 	 * the parser asks for that. Two threads on two cores, not three:
 	 * see wt_start. */
@@ -59,9 +62,10 @@ struct dio_out {
 	/* Records are written into wb, and wb to fd in write(2)s of up to
 	 * wcap: no stdio call per record (pcap_dump: two fwrite()s). */
 	int fd;
-	uint8_t *wb; /* the buffer being filled: one of wbs */
+	uint8_t *wb; /* the buffer being filled: wbs[cur] */
 	size_t wlen, wcap;
-	uint8_t *wbs[2];
+	uint8_t *wbs[DIO_OUT_NBUF];
+	unsigned cur;
 	struct dio_in *in; /* what OUT's records come from (its mapping's upkeep) */
 	bool grown; /* past the first buffer: OUT_BUF ones, and the writer */
 	struct wthread wt;
@@ -75,10 +79,10 @@ struct dio_out {
 	bool prealloc; /* the temporary has blocks past its end to let go (prealloc) */
 	/* Per wbs[i], the datagrams whose bytes the writer thread copies into
 	 * it before writing it (dio_out_fill), consumed here once it is. */
-	struct out_fill *fills[2];
-	unsigned nfill[2];
-	struct out_piece *pcs[2];
-	unsigned npcs[2];
+	struct out_fill *fills[DIO_OUT_NBUF];
+	unsigned nfill[DIO_OUT_NBUF];
+	struct out_piece *pcs[DIO_OUT_NBUF];
+	unsigned npcs[DIO_OUT_NBUF];
 	uint64_t skipped;
 	char final[PATH_MAX];
 };
@@ -476,11 +480,6 @@ static int write_all(struct dio_out *o, const uint8_t *b, size_t n)
 	return 0;
 }
 
-static unsigned wb_index(const struct dio_out *o, const uint8_t *b)
-{
-	return b == o->wbs[1];
-}
-
 /* Fill f of buffer i: its datagram's pieces at its dst. */
 static void fill_copy(const struct dio_out *o, unsigned i, const struct out_fill *f)
 {
@@ -532,12 +531,12 @@ static void fills_done(struct dio_out *o, unsigned i)
 
 bool dio_out_fill_ok(const struct dio_out *o)
 {
-	return o->wt.started && !o->werr && o->nfill[wb_index(o, o->wb)] < DIO_OUT_FILLS;
+	return o->wt.started && !o->werr && o->nfill[o->cur] < DIO_OUT_FILLS;
 }
 
 int dio_out_fill(struct dio_out *o, uint8_t *dst, struct rxp_pkt *dgram)
 {
-	unsigned i = wb_index(o, o->wb);
+	unsigned i = o->cur;
 	uint32_t hl = rxp_pkt_headlen(dgram);
 	int rc;
 
@@ -570,7 +569,7 @@ static void *wt_main(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!__atomic_load_n(&w->busy, __ATOMIC_RELAXED) && !w->quit && !w->kicked)
+		while (!w->pend && !w->quit && !w->kicked)
 			pthread_cond_wait(&w->cv, &w->mu);
 		if (w->kicked) { /* IN's upkeep first: the parser waits on it */
 			w->kicked = false;
@@ -579,16 +578,20 @@ static void *wt_main(void *arg)
 			pthread_mutex_lock(&w->mu);
 			continue;
 		}
-		if (!__atomic_load_n(&w->busy, __ATOMIC_RELAXED))
+		if (!w->pend)
 			break;
+		unsigned i = w->wr;
+		size_t len = w->lens[i];
+
 		pthread_mutex_unlock(&w->mu);
 		if (!w->err)
-			fills_copy(o, wb_index(o, w->buf));
-		int rc = w->err ? 0 : write_all(o, w->buf, w->len), e = errno;
+			fills_copy(o, i);
+		int rc = w->err ? 0 : write_all(o, o->wbs[i], len), e = errno;
 		pthread_mutex_lock(&w->mu);
 		if (rc && !w->err)
 			w->err = e;
-		__atomic_store_n(&w->busy, false, __ATOMIC_RELEASE);
+		w->wr = (i + 1) % DIO_OUT_NBUF;
+		__atomic_store_n(&w->pend, w->pend - 1, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -638,7 +641,7 @@ static void wt_wait(struct dio_out *o)
 	if (!w->started)
 		return;
 	pthread_mutex_lock(&w->mu);
-	while (__atomic_load_n(&w->busy, __ATOMIC_RELAXED))
+	while (w->pend)
 		pthread_cond_wait(&w->cv, &w->mu);
 	if (w->err && !o->werr)
 		o->werr = w->err;
@@ -674,29 +677,41 @@ static int wb_flush(struct dio_out *o)
 		o->werr = errno ? errno : EIO;
 	o->hdr_out = true;
 	if (w->started) {
-		unsigned i = wb_index(o, o->wb);
+		unsigned i = o->cur;
 
-		/* While the writer is still busy with the other buffer, this
-		 * thread copies this one's datagrams, the last first, instead
-		 * of waiting: the writer copies what is left. So the copying
-		 * goes to whichever thread has the time for it. */
-		while (o->nfill[i] && __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE)) {
+		/* While the writer still holds every other buffer (so none
+		 * would be free to fill next), this thread copies this one's
+		 * datagrams, the last first, instead of waiting: the writer
+		 * copies what is left. So the copying goes to whichever thread
+		 * has the time for it, and with more than two buffers the
+		 * writer can fall a buffer behind without the parser taking
+		 * its copies over. */
+		while (o->nfill[i] &&
+		       __atomic_load_n(&w->pend, __ATOMIC_ACQUIRE) >= DIO_OUT_NBUF - 1) {
 			struct out_fill *f = &o->fills[i][--o->nfill[i]];
 
 			fill_copy(o, i, f);
 			o->npcs[i] = f->p0;
 			rxp_pkt_consume(f->dgram);
 		}
-		wt_wait(o);
+		pthread_mutex_lock(&w->mu);
+		while (w->pend >= DIO_OUT_NBUF - 1)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->err && !o->werr)
+			o->werr = w->err;
 		if (!o->werr && o->wlen) {
-			pthread_mutex_lock(&w->mu);
-			w->buf = o->wb;
-			w->len = o->wlen;
-			__atomic_store_n(&w->busy, true, __ATOMIC_RELEASE);
+			w->lens[i] = o->wlen;
+			__atomic_store_n(&w->pend, w->pend + 1, __ATOMIC_RELEASE);
 			pthread_cond_broadcast(&w->cv);
 			pthread_mutex_unlock(&w->mu);
-			o->wb = o->wb == o->wbs[0] ? o->wbs[1] : o->wbs[0];
-			fills_done(o, wb_index(o, o->wb)); /* written: wt_wait */
+			/* The next buffer is not among the posted (at most
+			 * DIO_OUT_NBUF - 1 of them, this one the last): its
+			 * datagrams are written, and go. */
+			o->cur = (i + 1) % DIO_OUT_NBUF;
+			o->wb = o->wbs[o->cur];
+			fills_done(o, o->cur);
+		} else {
+			pthread_mutex_unlock(&w->mu);
 		}
 	} else if (!o->werr && o->wlen && write_all(o, o->wb, o->wlen)) {
 		o->werr = errno;
@@ -711,22 +726,25 @@ static int wb_flush(struct dio_out *o)
  * there is no memory for them, or no thread, on as before). */
 static int wb_make_room(struct dio_out *o)
 {
-	uint8_t *a, *b;
+	uint8_t *b[DIO_OUT_NBUF];
 
 	if (wb_flush(o))
 		return -1;
 	if (o->grown)
 		return 0;
 	o->grown = true;
-	a = malloc(OUT_BUF);
-	b = a ? malloc(OUT_BUF) : NULL;
-	if (!b) {
-		free(a);
-		return 0;
+	for (unsigned i = 0; i < DIO_OUT_NBUF; i++) {
+		b[i] = malloc(OUT_BUF);
+		if (!b[i]) {
+			while (i--)
+				free(b[i]);
+			return 0;
+		}
 	}
 	free(o->wbs[0]);
-	o->wb = o->wbs[0] = a;
-	o->wbs[1] = b;
+	memcpy(o->wbs, b, sizeof(b));
+	o->cur = 0;
+	o->wb = o->wbs[0];
 	o->wcap = OUT_BUF;
 	wt_start(o);
 	return 0;
@@ -807,16 +825,16 @@ static int pcap_writer_close(struct dio_out *o)
 		pcap_close(o->pdead);
 	o->pdead = NULL;
 	wt_stop(o); /* a writer opened part way */
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < DIO_OUT_NBUF; i++) {
 		fills_done(o, i);
 		free(o->fills[i]);
 		free(o->pcs[i]);
+		free(o->wbs[i]);
 		o->fills[i] = NULL;
 		o->pcs[i] = NULL;
+		o->wbs[i] = NULL;
 	}
-	free(o->wbs[0]);
-	free(o->wbs[1]);
-	o->wb = o->wbs[0] = o->wbs[1] = NULL;
+	o->wb = NULL;
 	return rc;
 }
 
