@@ -40,9 +40,10 @@ struct wthread {
 	size_t lens[DIO_OUT_NBUF]; /* of each posted buffer */
 	unsigned wr; /* the next buffer to write (the writer's) */
 	/* buffers posted and not yet written: wr, wr + 1, ... (atomic: the
-	 * parser reads it unlocked, wb_flush) */
+	 * parser reads it unlocked, wb_flush, and the writer, steal) */
 	unsigned pend;
-	bool started, quit;
+	bool started;
+	bool quit; /* (atomic, as kicked: steal reads them unlocked) */
 	/* It also keeps IN's mapping (dio_fast_take_service): kicked when
 	 * the parser asks for that. Two threads on two cores, not three:
 	 * see wt_start. */
@@ -77,10 +78,15 @@ struct dio_out {
 	bool pcapng, to_stdout;
 	bool direct; /* OUT is a device or FIFO: written in place, not renamed onto */
 	bool prealloc; /* the temporary has blocks past its end to let go (prealloc) */
-	/* Per wbs[i], the datagrams whose bytes the writer thread copies into
-	 * it before writing it (dio_out_fill), consumed here once it is. */
+	/* Per wbs[i], the datagrams whose bytes are still to be copied into it
+	 * (dio_out_fill), consumed here once it is written. fw[i] (atomic) is
+	 * front << 32 | back: fills[i][front, back) are still to copy. The
+	 * parser adds at the back and, when it copies one itself, takes it
+	 * from there (wb_flush); the writer takes from the front, of the
+	 * buffers it writes and, while it has none, of the one being filled
+	 * (fill_take). [0, front) are copied, or taken to be copied. */
 	struct out_fill *fills[DIO_OUT_NBUF];
-	unsigned nfill[DIO_OUT_NBUF];
+	uint64_t fw[DIO_OUT_NBUF];
 	struct out_piece *pcs[DIO_OUT_NBUF];
 	unsigned npcs[DIO_OUT_NBUF];
 	uint64_t skipped;
@@ -505,33 +511,68 @@ static void fill_prefetch(const struct dio_out *o, unsigned i, const struct out_
 	}
 }
 
-/* The bytes of buffer i's datagrams into it (the writer, just before it
- * writes it). */
-static void fills_copy(struct dio_out *o, unsigned i)
+static uint32_t fw_back(const struct dio_out *o, unsigned i)
 {
-	const struct out_fill *f = o->fills[i];
-	unsigned n = o->nfill[i];
+	return (uint32_t)__atomic_load_n(&o->fw[i], __ATOMIC_RELAXED);
+}
 
-	for (unsigned k = 0; k < n; k++) {
-		if (k + 1 < n)
-			fill_prefetch(o, i, &f[k + 1]);
-		fill_copy(o, i, &f[k]);
+/* The writer: take the front fill of buffer i and copy it (skip it when
+ * copy is false: OUT has failed). Whether there was one. */
+static bool fill_take(struct dio_out *o, unsigned i, bool copy)
+{
+	uint64_t w = __atomic_load_n(&o->fw[i], __ATOMIC_ACQUIRE);
+	uint32_t fr;
+
+	do {
+		fr = (uint32_t)(w >> 32);
+		if (fr >= (uint32_t)w)
+			return false;
+	} while (!__atomic_compare_exchange_n(&o->fw[i], &w, w + (1ull << 32), true,
+					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	if (copy) {
+		if (fr + 1 < (uint32_t)w)
+			fill_prefetch(o, i, &o->fills[i][fr + 1]);
+		fill_copy(o, i, &o->fills[i][fr]);
 	}
+	return true;
+}
+
+/* The parser: take the back fill of buffer i to copy it here. */
+static struct out_fill *fill_take_back(struct dio_out *o, unsigned i)
+{
+	uint64_t w = __atomic_load_n(&o->fw[i], __ATOMIC_ACQUIRE);
+
+	do {
+		if ((uint32_t)(w >> 32) >= (uint32_t)w)
+			return NULL;
+	} while (!__atomic_compare_exchange_n(&o->fw[i], &w, w - 1, true, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return &o->fills[i][(uint32_t)w - 1];
+}
+
+/* The bytes of buffer i's datagrams into it (the writer, just before it
+ * writes it): what is left of them. With copy false, only marked taken. */
+static void fills_copy(struct dio_out *o, unsigned i, bool copy)
+{
+	while (fill_take(o, i, copy))
+		;
 }
 
 /* Buffer i is written (or never will be): its datagrams go, on the
- * parser's thread, whose pools they came from. */
+ * parser's thread, whose pools they came from. The writer took every
+ * one (front == back), or has stopped. */
 static void fills_done(struct dio_out *o, unsigned i)
 {
-	for (unsigned k = 0; k < o->nfill[i]; k++)
+	uint32_t n = (uint32_t)__atomic_exchange_n(&o->fw[i], 0, __ATOMIC_ACQ_REL);
+
+	for (unsigned k = 0; k < n; k++)
 		rxp_pkt_consume(o->fills[i][k].dgram);
-	o->nfill[i] = 0;
 	o->npcs[i] = 0;
 }
 
 bool dio_out_fill_ok(const struct dio_out *o)
 {
-	return o->wt.started && !o->werr && o->nfill[o->cur] < DIO_OUT_FILLS;
+	return o->wt.started && !o->werr && fw_back(o, o->cur) < DIO_OUT_FILLS;
 }
 
 int dio_out_fill(struct dio_out *o, uint8_t *dst, struct rxp_pkt *dgram)
@@ -544,7 +585,7 @@ int dio_out_fill(struct dio_out *o, uint8_t *dst, struct rxp_pkt *dgram)
 	    o->npcs[i] + 1u + dgram->nr_frags <= OUT_PIECES &&
 	    (o->fills[i] || (o->fills[i] = malloc(DIO_OUT_FILLS * sizeof(struct out_fill)))) &&
 	    (o->pcs[i] || (o->pcs[i] = malloc(OUT_PIECES * sizeof(struct out_piece))))) {
-		struct out_fill *f = &o->fills[i][o->nfill[i]++];
+		struct out_fill *f = &o->fills[i][fw_back(o, i)];
 		struct out_piece *pc = o->pcs[i];
 
 		*f = (struct out_fill){dst, dgram, o->npcs[i], 0};
@@ -555,11 +596,43 @@ int dio_out_fill(struct dio_out *o, uint8_t *dst, struct rxp_pkt *dgram)
 				(struct out_piece){dgram->frags[j].page->addr + dgram->frags[j].off,
 						   dgram->frags[j].size};
 		o->npcs[i] += f->np;
+		/* published: the writer may take it from here on */
+		__atomic_fetch_add(&o->fw[i], 1, __ATOMIC_RELEASE);
 		return 0;
 	}
 	rc = rxp_pkt_copy_bits(dgram, 0, dst, dgram->len);
 	rxp_pkt_consume(dgram);
 	return rc;
+}
+
+/* The writer has nothing to write: it copies the datagrams of the buffer
+ * being filled, from the front, while the parser adds more at the back,
+ * for as long as it finds some to copy within STEAL_SPIN checks, and
+ * nothing comes for it to write. With w->mu held, which it drops around
+ * the work; whether it copied any. Without it the writer sat idle for
+ * 0.02-0.03 s of a 0.23 s run while the parser copied about half of the
+ * datagrams itself. */
+#define STEAL_SPIN 4096
+static bool steal(struct dio_out *o)
+{
+	struct wthread *w = &o->wt;
+	bool any = false;
+
+	pthread_mutex_unlock(&w->mu);
+	for (unsigned spin = 0; spin < STEAL_SPIN; spin++) {
+		if (__atomic_load_n(&w->pend, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&w->kicked, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&w->quit, __ATOMIC_RELAXED))
+			break;
+		if (fill_take(o, __atomic_load_n(&o->cur, __ATOMIC_ACQUIRE), true)) {
+			any = true;
+			spin = 0;
+		} else {
+			__builtin_ia32_pause();
+		}
+	}
+	pthread_mutex_lock(&w->mu);
+	return any;
 }
 
 static void *wt_main(void *arg)
@@ -569,10 +642,16 @@ static void *wt_main(void *arg)
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->pend && !w->quit && !w->kicked)
-			pthread_cond_wait(&w->cv, &w->mu);
+		while (!w->pend && !w->quit && !w->kicked) {
+			/* (steal drops w->mu: what came meanwhile is
+			 * looked at again before waiting) */
+			if (!w->err && steal(o))
+				continue;
+			if (!w->pend && !w->quit && !w->kicked)
+				pthread_cond_wait(&w->cv, &w->mu);
+		}
 		if (w->kicked) { /* IN's upkeep first: the parser waits on it */
-			w->kicked = false;
+			__atomic_store_n(&w->kicked, false, __ATOMIC_RELAXED);
 			pthread_mutex_unlock(&w->mu);
 			dio_fast_serve(w->in);
 			pthread_mutex_lock(&w->mu);
@@ -584,8 +663,7 @@ static void *wt_main(void *arg)
 		size_t len = w->lens[i];
 
 		pthread_mutex_unlock(&w->mu);
-		if (!w->err)
-			fills_copy(o, i);
+		fills_copy(o, i, !w->err);
 		int rc = w->err ? 0 : write_all(o, o->wbs[i], len), e = errno;
 		pthread_mutex_lock(&w->mu);
 		if (rc && !w->err)
@@ -604,7 +682,7 @@ static void wt_kick(void *arg)
 	struct wthread *w = &((struct dio_out *)arg)->wt;
 
 	pthread_mutex_lock(&w->mu);
-	w->kicked = true;
+	__atomic_store_n(&w->kicked, true, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 }
@@ -657,7 +735,7 @@ static void wt_stop(struct dio_out *o)
 	dio_fast_drop_service(w->in);
 	wt_wait(o);
 	pthread_mutex_lock(&w->mu);
-	w->quit = true;
+	__atomic_store_n(&w->quit, true, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->th, NULL);
@@ -686,10 +764,11 @@ static int wb_flush(struct dio_out *o)
 		 * has the time for it, and with more than two buffers the
 		 * writer can fall a buffer behind without the parser taking
 		 * its copies over. */
-		while (o->nfill[i] &&
-		       __atomic_load_n(&w->pend, __ATOMIC_ACQUIRE) >= DIO_OUT_NBUF - 1) {
-			struct out_fill *f = &o->fills[i][--o->nfill[i]];
+		while (__atomic_load_n(&w->pend, __ATOMIC_ACQUIRE) >= DIO_OUT_NBUF - 1) {
+			struct out_fill *f = fill_take_back(o, i);
 
+			if (!f)
+				break;
 			fill_copy(o, i, f);
 			o->npcs[i] = f->p0;
 			rxp_pkt_consume(f->dgram);
@@ -707,9 +786,11 @@ static int wb_flush(struct dio_out *o)
 			/* The next buffer is not among the posted (at most
 			 * DIO_OUT_NBUF - 1 of them, this one the last): its
 			 * datagrams are written, and go. */
-			o->cur = (i + 1) % DIO_OUT_NBUF;
-			o->wb = o->wbs[o->cur];
-			fills_done(o, o->cur);
+			unsigned n = (i + 1) % DIO_OUT_NBUF;
+
+			fills_done(o, n);
+			o->wb = o->wbs[n];
+			__atomic_store_n(&o->cur, n, __ATOMIC_RELEASE);
 		} else {
 			pthread_mutex_unlock(&w->mu);
 		}
