@@ -76,7 +76,17 @@ struct filter {
 	unsigned n;
 };
 
+/* How many records ahead of the one processed a fragment is hinted to the
+ * table: its index line first (rxp_defrag_prefetch_slot), its queue
+ * HINT_QUEUE records later (rxp_defrag_prefetch_queue), so that the
+ * queue's cache misses land while the records between are worked on, and
+ * the lines are still there when it comes. */
+#define HINT_AHEAD 6
+#define HINT_QUEUE 3
+
 struct dctx {
+	uint32_t hints[HINT_AHEAD]; /* the last hints, by hint number */
+	unsigned nhint;
 	struct dio_in *in;
 	struct dio_out *out;
 	struct rxp_pktpool *pp;
@@ -374,22 +384,22 @@ static void flush_later(struct dctx *c, unsigned keep)
 	}
 }
 
-/* How many records ahead of the one processed a fragment is hinted to the
- * table (rxp_defrag_prefetch): enough for its queue's cache misses to land
- * meanwhile, few enough that the lines are still there when it comes. */
-#define HINT_AHEAD 6
-
 /* Hint the next record dio_peek gives, when it is an untagged Ethernet
- * frame (zone 0, as dfr_frame_process gives it) holding IP. */
+ * frame (zone 0, as dfr_frame_process gives it) holding IP: its line of
+ * the table's index now, and its queue HINT_QUEUE hints later (see
+ * HINT_AHEAD). */
 static void hint(struct dctx *c, const struct rxp_defrag_table *t)
 {
-	uint32_t n;
+	uint32_t n, h = 0;
 	int dlt;
 	const uint8_t *f = dio_peek(c->in, &n, &dlt);
 
 	if (f && dlt == DLT_EN10MB && n >= RXP_ETH_HLEN + RXP_IPV4_HLEN &&
 	    ((f[12] == 0x08 && f[13] == 0x00) || (f[12] == 0x86 && f[13] == 0xdd)))
-		rxp_defrag_prefetch(t, f + RXP_ETH_HLEN, n - RXP_ETH_HLEN, 0);
+		h = rxp_defrag_prefetch_slot(t, f + RXP_ETH_HLEN, n - RXP_ETH_HLEN, 0);
+	c->hints[c->nhint++ % HINT_AHEAD] = h;
+	if (c->nhint > HINT_QUEUE)
+		rxp_defrag_prefetch_queue(t, c->hints[(c->nhint - 1 - HINT_QUEUE) % HINT_AHEAD]);
 }
 
 static void process(struct dctx *c, struct rxp_defrag_table *t, struct bulk_clock *clk,

@@ -283,6 +283,15 @@ struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
  * and IPv6 whose fragment header comes first. */
 void rxp_defrag_prefetch(const struct rxp_defrag_table *t, const void *l3, size_t len,
 			 uint32_t zone);
+/* rxp_defrag_prefetch in two steps, for a caller that sees packets far
+ * enough ahead: the first fetches the line of the table's index that the
+ * fragment at l3 looks up, and returns a hint (0: none); the second, a
+ * few packets later, given that hint, fetches the fragment's queue, which
+ * the index names. The first step's read of the index was itself a cache
+ * miss. Reads only, changes nothing; any bytes, any hint are safe. */
+uint32_t rxp_defrag_prefetch_slot(const struct rxp_defrag_table *t, const void *l3, size_t len,
+				  uint32_t zone);
+void rxp_defrag_prefetch_queue(const struct rxp_defrag_table *t, uint32_t hint);
 unsigned rxp_defrag_expire(struct rxp_defrag_table *t, uint64_t now_ns);
 
 void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag_counters *c);

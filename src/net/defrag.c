@@ -655,26 +655,49 @@ struct rxp_pkt *dfr_frag_policy(struct rxp_defrag_table *t, struct rxp_pkt *pkt,
 	return entry(t, pkt, zone, now, false);
 }
 
-/* The strategy's entry, chosen with the table. */
-void rxp_defrag_prefetch(const struct rxp_defrag_table *t, const void *l3, size_t len,
-			 uint32_t zone)
+/* The slot of the fragment at l3 (see rxp_defrag_prefetch), or
+ * UINT32_MAX when it is not one the hint knows. */
+static uint32_t hint_slot(const struct rxp_defrag_table *t, const uint8_t *b, size_t len,
+			  uint32_t zone)
 {
-	const uint8_t *b = l3;
-	uint32_t slot;
-
 	if (len >= RXP_IPV4_HLEN && b[0] == 0x45 && ((b[6] & 0x3f) | b[7])) {
 		struct key4 k;
 
-		slot = key4_of(t, b, zone, &k);
-	} else if (len >= RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN && b[0] >> 4 == 6 &&
-		   b[6] == 44) { /* the fragment header first, as nearly always */
+		return key4_of(t, b, zone, &k);
+	}
+	if (len >= RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN && b[0] >> 4 == 6 &&
+	    b[6] == 44) { /* the fragment header first, as nearly always */
 		struct key6 k;
 
-		slot = key6_of(t, b, zone, &k);
-	} else {
-		return;
+		return key6_of(t, b, zone, &k);
 	}
-	dfr_prefetch(t, slot);
+	return UINT32_MAX;
+}
+
+void rxp_defrag_prefetch(const struct rxp_defrag_table *t, const void *l3, size_t len,
+			 uint32_t zone)
+{
+	uint32_t slot = hint_slot(t, l3, len, zone);
+
+	if (slot != UINT32_MAX)
+		dfr_prefetch(t, slot);
+}
+
+uint32_t rxp_defrag_prefetch_slot(const struct rxp_defrag_table *t, const void *l3, size_t len,
+				  uint32_t zone)
+{
+	uint32_t slot = hint_slot(t, l3, len, zone);
+
+	if (slot == UINT32_MAX)
+		return 0;
+	__builtin_prefetch(&t->slots[slot]);
+	return slot + 1;
+}
+
+void rxp_defrag_prefetch_queue(const struct rxp_defrag_table *t, uint32_t hint)
+{
+	if (hint && hint - 1 <= t->smask)
+		dfr_prefetch(t, hint - 1);
 }
 
 struct rxp_pkt *rxp_defrag_zone(struct rxp_defrag_table *t, struct rxp_pkt *pkt, uint32_t zone,

@@ -67,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = size;
 		now += (uint64_t)(fl >> 3) * 2000000000ull;
 		rxp_defrag_prefetch(t, data, len, 0); /* a hint: reads only */
+		rxp_defrag_prefetch_queue(t, rxp_defrag_prefetch_slot(t, data, len, fl & 1));
 		p = rxp_pkt_alloc(pp, (uint32_t)len);
 		if (p) {
 			memcpy(rxp_pkt_put(p, (uint32_t)len), data, len);

@@ -762,9 +762,11 @@ static void test_many_in_flight(void **state)
 	env_down(&e);
 }
 
-/* rxp_defrag_prefetch is a hint: on a fragment of a held datagram, on one
- * of a new datagram, on IPv6 and on any bytes of any length it changes no
- * counter and no outcome. */
+/* rxp_defrag_prefetch, and its two steps, are hints: on a fragment of a
+ * held datagram, on one of a new datagram, on IPv6, on any bytes of any
+ * length and (the second step) on any hint they change no counter and no
+ * outcome. The first step's hint is 0 for what is not a fragment it
+ * knows, and the same for fragments of one datagram. */
 static void test_prefetch_changes_nothing(void **state)
 {
 	struct env e;
@@ -773,6 +775,7 @@ static void test_prefetch_changes_nothing(void **state)
 	struct rxp_defrag_counters c0, c1;
 	struct rxp_pkt *f1, *r;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint32_t h;
 
 	env_up(&e, NULL);
 	assert_null(in4(&e, &d, pl, 0, 800, true, 1));
@@ -785,6 +788,19 @@ static void test_prefetch_changes_nothing(void **state)
 	b[7] ^= 0x40;
 	rxp_defrag_prefetch(e.t, b, 64, 0); /* another offset, a new datagram */
 	b[7] ^= 0x40;
+	h = rxp_defrag_prefetch_slot(e.t, b, 64, 0);
+	assert_int_not_equal(h, 0);
+	rxp_defrag_prefetch_queue(e.t, h); /* its queue */
+	b[7] ^= 0x40; /* another fragment of the same datagram: the same line */
+	assert_int_equal(rxp_defrag_prefetch_slot(e.t, b, 64, 0), h);
+	b[7] ^= 0x40;
+	assert_int_equal(rxp_defrag_prefetch_slot(e.t, b, 19, 0), 0); /* too short */
+	b[6] &= 0xc0, b[7] = 0;
+	assert_int_equal(rxp_defrag_prefetch_slot(e.t, b, 64, 0), 0); /* not a fragment */
+	assert_int_equal(rxp_pkt_copy_bits(f1, 0, b, 64), 0);
+	for (uint32_t v = 0; v < 64; v++) /* any hint, made up or stale */
+		rxp_defrag_prefetch_queue(e.t, v * 0x9e3779b9u);
+	rxp_defrag_prefetch_queue(e.t, UINT32_MAX);
 	for (unsigned len = 0; len <= sizeof(b); len++) {
 		uint8_t junk[128];
 
@@ -795,6 +811,7 @@ static void test_prefetch_changes_nothing(void **state)
 		junk[0] = (uint8_t)(len & 1 ? 0x45 : 0x60); /* IPv4 or IPv6 */
 		junk[6] = len & 2 ? 44 : junk[6]; /* IPv6 fragment header first */
 		rxp_defrag_prefetch(e.t, junk, len, 0);
+		rxp_defrag_prefetch_queue(e.t, rxp_defrag_prefetch_slot(e.t, junk, len, 0));
 	}
 	c1 = dt_ctr(e.t);
 	assert_memory_equal(&c0, &c1, sizeof(c0));
