@@ -78,6 +78,7 @@ struct dfr_late_frag {
 	const uint8_t *data; /* the payload, in the caller's frame */
 	bool stable; /* data stays until the layer is destroyed */
 	uint32_t bucket; /* in the index */
+	uint32_t tag; /* more of the key's hash, kept in the index entry */
 	bool ok; /* a fragment that parsed */
 };
 
