@@ -751,6 +751,15 @@ static int defrag_main(int argc, char **argv)
 		return rxp_usage_error(CMD, "refusing to write a capture to a terminal");
 	if (dio_check_paths(inpath, c.out_name, err, sizeof(err)))
 		return rxp_usage_error(CMD, "%s", err);
+	/* Before OUT is opened: a refused command writes nothing. OUT is
+	 * written to a temporary file renamed over it at the end, so a
+	 * report that is OUT under another name would be lost. */
+	if (s.report &&
+	    (!strcmp(s.report, "-")
+		     ? !strcmp(c.out_name, "-")
+		     : rxp_same_path(s.report, c.out_name) || rxp_same_path(s.report, inpath) ||
+			       dio_check_paths(inpath, s.report, err, sizeof(err))))
+		return rxp_usage_error(CMD, "--report %s would overwrite IN or OUT", s.report);
 	c.in = dio_open_in(inpath, err, sizeof(err));
 	if (!c.in)
 		return rxp_usage_error(CMD, "cannot read %s: %s",
@@ -763,13 +772,6 @@ static int defrag_main(int argc, char **argv)
 		goto out;
 	}
 	if (s.report) {
-		if (!strcmp(s.report, "-")
-			    ? !strcmp(c.out_name, "-")
-			    : !strcmp(s.report, c.out_name) ||
-				      dio_check_paths(inpath, s.report, err, sizeof(err))) {
-			rxp_usage_error(CMD, "--report %s would overwrite IN or OUT", s.report);
-			goto out;
-		}
 		c.report = strcmp(s.report, "-") ? fopen(s.report, "w") : stdout;
 		if (!c.report) {
 			rxp_usage_error(CMD, "cannot write %s: %s", s.report, strerror(errno));

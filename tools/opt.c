@@ -7,10 +7,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "opt.h"
@@ -283,4 +287,103 @@ const char *rxp_cli_cause(int err)
 		snprintf(buf, sizeof(buf), "%s", strerror(err ? err : EIO));
 	last_err[0] = 0;
 	return buf;
+}
+
+/* Where path is: realpath() of it when it exists, else of its directory
+ * with its last component added; false when neither resolves. */
+static bool canonical_once(const char *path, char *out)
+{
+	char dir[PATH_MAX], res[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+
+	if (realpath(path, out))
+		return true;
+	if (!*base || strlen(path) >= sizeof(dir))
+		return false;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (!realpath(dir, res))
+		return false;
+	return snprintf(out, PATH_MAX, "%s/%s", strcmp(res, "/") ? res : "", base) < PATH_MAX;
+}
+
+/* canonical_once(), and a link to a file not made yet followed one step
+ * (to where writing through it would create the file). */
+static bool canonical(const char *path, char *out)
+{
+	const char *slash = strrchr(path, '/');
+	char link[PATH_MAX], to[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (realpath(path, out))
+		return true;
+	if (lstat(path, &st) || !S_ISLNK(st.st_mode) ||
+	    (n = readlink(path, link, sizeof(link) - 1)) <= 0)
+		return canonical_once(path, out);
+	link[n] = 0;
+	if (link[0] != '/' && slash) {
+		if (snprintf(to, sizeof(to), "%.*s/%s", (int)(slash - path), path, link) >=
+		    (int)sizeof(to))
+			return false;
+	} else {
+		snprintf(to, sizeof(to), "%s", link);
+	}
+	return canonical_once(to, out);
+}
+
+bool rxp_same_path(const char *a, const char *b)
+{
+	char ca[PATH_MAX], cb[PATH_MAX];
+	struct stat sa, sb;
+
+	if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-"))
+		return false;
+	if (!strcmp(a, b))
+		return true;
+	if (!stat(a, &sa) && !stat(b, &sb))
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return canonical(a, ca) && canonical(b, cb) && !strcmp(ca, cb);
+}
+
+const char *rxp_spec_pcap_path(const char *spec)
+{
+	const char *base = spec ? strrchr(spec, '+') : NULL;
+
+	base = base ? base + 1 : spec;
+	return base && !strncmp(base, "pcap:", 5) && base[5] ? base + 5 : NULL;
+}
+
+int rxp_refuse_overwrite(const char *cmd, const char *in, const char *out)
+{
+	if (!rxp_same_path(in, out))
+		return 0;
+	return rxp_usage_error(cmd, "%s and %s are the same file: refusing to overwrite the input",
+			       in, out);
+}
+
+int rxp_refuse_spec_overwrite(const char *cmd, const char *spec, const char *out)
+{
+	const char *in = rxp_spec_pcap_path(spec), *l = spec;
+	char path[PATH_MAX];
+
+	if (!in)
+		return 0;
+	while (l && l < in) {
+		const char *end = strchr(l, '+');
+
+		if (!end)
+			break;
+		if (!strncmp(l, "capture:", 8) && (size_t)(end - l - 8) < sizeof(path)) {
+			snprintf(path, sizeof(path), "%.*s", (int)(end - l - 8), l + 8);
+			if (rxp_refuse_overwrite(cmd, in, path))
+				return RXP_EXIT_USAGE;
+		}
+		l = end + 1;
+	}
+	return rxp_refuse_overwrite(cmd, in, out);
 }

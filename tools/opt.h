@@ -7,6 +7,7 @@
 #ifndef RXPATH_TOOLS_OPT_H
 #define RXPATH_TOOLS_OPT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Suffixes a number may carry. */
@@ -57,5 +58,20 @@ const char *rxp_cli_cause(int err);
 /* Forget a kept library error (after a failure that was handled, such as a
  * device fallback). */
 void rxp_cli_cause_clear(void);
+
+/* Whether paths a and b name one file: the same device and inode when both
+ * exist, else the same place once the directories (and a final symlink)
+ * are resolved ("./x" and "x", a link to x and x, x not yet made). "-"
+ * (stdin or stdout) is no file. */
+bool rxp_same_path(const char *a, const char *b);
+/* The file a device spec reads: the PATH of its base device when that is
+ * "pcap:PATH" (the last '+' layer); NULL for any other device. */
+const char *rxp_spec_pcap_path(const char *spec);
+/* The one-line refusal when the output file out is the input file in:
+ * RXP_EXIT_USAGE after the message, 0 when they differ (or either is NULL). */
+int rxp_refuse_overwrite(const char *cmd, const char *in, const char *out);
+/* The same for a device spec's own files: each "capture:FILE" layer
+ * against the pcap file the spec reads, and out (NULL: none) against it. */
+int rxp_refuse_spec_overwrite(const char *cmd, const char *spec, const char *out);
 
 #endif

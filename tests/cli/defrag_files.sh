@@ -231,6 +231,20 @@ cmp -s f1 f2 && [ -s f1 ] && cmp -s o_ev.pcap o_ev2.pcap &&
 	ok "--json families, tiny and DF the same without --report" || { bad "--json without --report"; cat f1 f2; }
 D --report events.pcap events.pcap o.pcap 2>err
 [ $? -eq 2 ] && grep -q "would overwrite" err && ok "--report IN refused" || bad "--report IN"
+# OUT under another name, or a link to where OUT will be: refused before
+# OUT is opened (OUT's rename would have replaced the report)
+rm -f o_new.pcap rl
+ln -s o_new.pcap rl
+for r in ./o_new.pcap rl; do
+	D --report "$r" events.pcap o_new.pcap >out 2>err
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "would overwrite" err && [ ! -e o_new.pcap ] && [ ! -s out ] &&
+		ok "--report $r (OUT o_new.pcap) refused, nothing written" ||
+		{ bad "--report $r as OUT: rc $rc"; cat err; }
+done
+D --report - events.pcap - >out 2>err
+[ $? -eq 2 ] && [ ! -s out ] && ok "--report - with OUT - refused, stdout empty" ||
+	bad "--report - with OUT -: stdout $(wc -c <out) bytes"
 
 # a limit that loses datagrams says how many and which option keeps them
 D --max-queues 10 --json flight.pcap o.pcap >j 2>err

@@ -121,6 +121,21 @@ cause "No such file or directory" /nonexistent.pcap capture --read /nonexistent.
 cause "No such device" nosuch0 run --iface nosuch0 -d 1
 cause "No such file or directory" /nonexistent/t.pcap tipc pcap /nonexistent/t.pcap
 
+# an output that is the input under another name or through a link is
+# refused before anything is written (it used to be truncated, exit 0)
+"$RXPATH" capture --dev sim:count=200,seed=5 --write same.pcap >/dev/null 2>&1
+cp same.pcap same.ref
+ln -s same.pcap same.lnk
+usage run run -q -w 1 --pcap same.pcap --write same.pcap
+usage run run -q -w 2 --pcap same.pcap --write ./same.pcap
+usage run run -q --dev "fault:loss=0.1+pcap:same.pcap" --write same.lnk
+usage capture capture --read same.pcap --write same.lnk
+usage capture capture --dev pcap:./same.pcap --write same.pcap
+usage capture capture --dev "capture:same.pcap+pcap:same.pcap" --write other.pcap
+[ -s same.pcap ] && cmp -s same.pcap same.ref && ok "the input is unchanged" ||
+	bad "an input was overwritten"
+[ -e other.pcap ] && bad "a refused capture created its output" || ok "nothing was created"
+
 # capture: every frame of a multi-queue sim device, for 1, 2 and 4 queues
 for q in 1 2 4; do
 	"$RXPATH" capture --dev "sim:count=20000,max=4000,queues=$q,seed=3" --write "q$q.pcap" --json \

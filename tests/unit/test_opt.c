@@ -1,11 +1,19 @@
 /*
  * Unit tests for the subcommands' number and duration parser (tools/opt.c):
  * plain numbers, bounds, both suffix kinds, and every malformed form that
- * strtoull would have accepted or wrapped (signs, blanks, overflow).
+ * strtoull would have accepted or wrapped (signs, blanks, overflow); and
+ * the same-file test that keeps an output from overwriting the input.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "cmd.h"
 #include "opt.h"
 #include "rxptest.h"
 
@@ -108,12 +116,76 @@ static void test_duration(void **state)
 	assert_int_equal(ns, 99);
 }
 
+/* In a fresh directory: names of one file (another spelling, a hard link,
+ * a symlink, a link to a file not made yet, a path through the parent)
+ * are the same path; other files, stdin/stdout and NULL are not. */
+static void test_same_path(void **state)
+{
+	char dir[] = "/tmp/rxp-test-opt-XXXXXX", cwd[PATH_MAX], abs[PATH_MAX + 8],
+	     up[PATH_MAX + 16];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chdir(dir), 0);
+	f = fopen("a", "w");
+	assert_non_null(f);
+	fclose(f);
+	f = fopen("b", "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(link("a", "hard"), 0);
+	assert_int_equal(symlink("a", "soft"), 0);
+	assert_int_equal(symlink("later", "dangling"), 0);
+	assert_int_equal(mkdir("sub", 0700), 0);
+	snprintf(abs, sizeof(abs), "%s/a", dir);
+	snprintf(up, sizeof(up), "sub/../%s", "a");
+
+	assert_true(rxp_same_path("a", "a"));
+	assert_true(rxp_same_path("a", "./a"));
+	assert_true(rxp_same_path("a", abs));
+	assert_true(rxp_same_path("a", up));
+	assert_true(rxp_same_path("a", "hard"));
+	assert_true(rxp_same_path("soft", "a"));
+	assert_true(rxp_same_path("dangling", "later")); /* neither exists yet */
+	assert_true(rxp_same_path("./later", "later"));
+	assert_false(rxp_same_path("a", "b"));
+	assert_false(rxp_same_path("later", "b"));
+	assert_false(rxp_same_path("-", "-"));
+	assert_false(rxp_same_path("a", NULL));
+	assert_false(rxp_same_path(NULL, "a"));
+
+	assert_string_equal(rxp_spec_pcap_path("pcap:x.pcap"), "x.pcap");
+	assert_string_equal(rxp_spec_pcap_path("fault:loss=0.1+pcap:d/x.pcap"), "d/x.pcap");
+	assert_null(rxp_spec_pcap_path("sim:count=10"));
+	assert_null(rxp_spec_pcap_path("pcap:"));
+	assert_null(rxp_spec_pcap_path(NULL));
+	assert_int_equal(rxp_refuse_overwrite("t", "a", "b"), 0);
+	assert_int_equal(rxp_refuse_overwrite("t", "a", "./a"), RXP_EXIT_USAGE);
+	assert_int_equal(rxp_refuse_spec_overwrite("t", "capture:b+pcap:a", "c"), 0);
+	assert_int_equal(rxp_refuse_spec_overwrite("t", "capture:hard+pcap:a", "c"),
+			 RXP_EXIT_USAGE);
+	assert_int_equal(rxp_refuse_spec_overwrite("t", "pcap:a", "soft"), RXP_EXIT_USAGE);
+	assert_int_equal(rxp_refuse_spec_overwrite("t", "sim:count=1", "a"), 0);
+
+	unlink("a");
+	unlink("b");
+	unlink("hard");
+	unlink("soft");
+	unlink("dangling");
+	rmdir("sub");
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain),
 		cmocka_unit_test(test_suffixes),
 		cmocka_unit_test(test_duration),
+		cmocka_unit_test(test_same_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
