@@ -37,7 +37,9 @@ static void usage(FILE *f)
 		   "Builds one UDP datagram of BYTES payload (IPv4 or IPv6 by the address\n"
 		   "form), fragments it with rxp_ip_fragment() for MTU N and sends the\n"
 		   "fragments over AF_PACKET on IFNAME to MAC (in reverse order with\n"
-		   "--reverse). Payload byte i is (seed + i*131) & 0xff. Needs CAP_NET_RAW.\n");
+		   "--reverse). Payload byte i is (seed + i*131) & 0xff. Needs CAP_NET_RAW.\n"
+		   "Defaults: --sport 4000, --dport 5000, --size 4000, --mtu 1500, --seed 1.\n"
+		   "Options take their value as the next word or after '='.\n");
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -99,7 +101,8 @@ static int send_frames(const struct fs_opts *o, struct rxp_pkt_queue *q, int v6)
 	unsigned n = 0;
 	int fd, rc = 0;
 
-	if (parse_mac(o->dmac, eh.dst)) {
+	if (parse_mac(o->dmac, eh.dst)) { /* (checked before: not reached) */
+		rxp_pkt_queue_purge(q, RXP_DROP_NOT_SPECIFIED);
 		return rxp_usage_error("fragsend", "bad --dmac '%s' (xx:xx:xx:xx:xx:xx)", o->dmac);
 	}
 	eh.proto = htons(v6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP);
@@ -111,6 +114,7 @@ static int send_frames(const struct fs_opts *o, struct rxp_pkt_queue *q, int v6)
 			strerror(fd < 0 ? errno : ENODEV));
 		if (fd >= 0)
 			close(fd);
+		rxp_pkt_queue_purge(q, RXP_DROP_NOT_SPECIFIED);
 		return RXP_EXIT_USAGE;
 	}
 	while ((f = rxp_pkt_dequeue(q)))
@@ -155,11 +159,12 @@ static int fragsend_main(int argc, char **argv)
 	struct rxp_ipid_table *ids;
 	struct rxp_pkt_queue q;
 	struct rxp_pkt *p;
+	uint8_t mac[6];
 	uint32_t len;
 	int v6, rc;
 
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i], *v = NULL, *eq;
 		const struct {
 			const char *name;
 			unsigned *dst;
@@ -169,7 +174,15 @@ static int fragsend_main(int argc, char **argv)
 			    {"--size", &o.size, 0, 65535 - 8},
 			    {"--mtu", &o.mtu, 68, 65535},
 			    {"--seed", &o.seed, 0, 255}};
-		bool done = false;
+		const struct {
+			const char *name;
+			const char **dst;
+		} strs[] = {{"--if", &o.ifname},
+			    {"--src", &o.src},
+			    {"--dst", &o.dst},
+			    {"--dmac", &o.dmac}};
+		char name[16];
+		int num = -1, str = -1;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
@@ -182,39 +195,47 @@ static int fragsend_main(int argc, char **argv)
 					       "unexpected argument '%s' (see rxpath fragsend "
 					       "--help)",
 					       a);
-		} else if (!v) {
+		}
+		/* --opt VALUE or --opt=VALUE, as the other commands take */
+		eq = strchr(a, '=');
+		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+		for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++)
+			if (!strcmp(name, nums[k].name))
+				num = (int)k;
+		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
+			if (!strcmp(name, strs[k].name))
+				str = (int)k;
+		if (num < 0 && str < 0)
+			return rxp_usage_error(CMD,
+					       "unknown option %s (see rxpath fragsend --help)", a);
+		if (eq)
+			v = eq + 1;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else
 			return rxp_usage_error(CMD,
 					       "option %s needs a value (see rxpath fragsend "
 					       "--help)",
 					       a);
-		}
-		i++;
-		for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++)
-			if (!strcmp(a, nums[k].name)) {
-				uint64_t x;
+		if (num >= 0) {
+			uint64_t x;
 
-				if (rxp_opt_u64(CMD, a, v, RXP_NUM_PLAIN, nums[k].min, nums[k].max,
-						&x))
-					return RXP_EXIT_USAGE;
-				*nums[k].dst = (unsigned)x;
-				done = true;
-			}
-		if (done)
-			continue;
-		if (!strcmp(a, "--if"))
-			o.ifname = v;
-		else if (!strcmp(a, "--src"))
-			o.src = v;
-		else if (!strcmp(a, "--dst"))
-			o.dst = v;
-		else if (!strcmp(a, "--dmac"))
-			o.dmac = v;
-		else
-			return rxp_usage_error(CMD,
-					       "unknown option %s (see rxpath fragsend --help)", a);
+			if (rxp_opt_u64(CMD, name, v, RXP_NUM_PLAIN, nums[num].min, nums[num].max,
+					&x))
+				return RXP_EXIT_USAGE;
+			*nums[num].dst = (unsigned)x;
+		} else {
+			*strs[str].dst = v;
+		}
 	}
 	if (!o.ifname || !o.src || !o.dst || !o.dmac)
 		return rxp_usage_error(CMD, "--if, --src, --dst and --dmac are required");
+	/* Checked before anything is built, so that a refusal is one line
+	 * and nothing is left to free. */
+	if (parse_mac(o.dmac, mac))
+		return rxp_usage_error(CMD, "bad --dmac '%s' (xx:xx:xx:xx:xx:xx)", o.dmac);
+	if (!if_nametoindex(o.ifname))
+		return rxp_usage_error(CMD, "cannot send on %s: %s", o.ifname, strerror(ENODEV));
 	len = build_datagram(&o, dgram, &v6);
 	if (!len)
 		return rxp_usage_error(CMD, "bad --src/--dst (IPv4 or IPv6, both the same family) "

@@ -78,6 +78,13 @@ if [ -x "$(dirname "$RXPATH")/rxpath-bench-ring" ]; then # built with RXP_BENCH
 fi
 usage fragsend fragsend --if lo
 usage fragsend fragsend --size abc --if lo --src 10.0.0.1 --dst 10.0.0.2 --dmac 00:00:00:00:00:01
+# checked before the datagram is built: one line, nothing leaked
+usage fragsend fragsend --if lo --src 10.0.0.1 --dst 10.0.0.2 --dmac zz
+usage fragsend fragsend --if nosuch0 --src 10.0.0.1 --dst 10.0.0.2 --dmac 00:00:00:00:00:01
+usage fragsend fragsend --if lo --src 10.0.0.1 --dst 10.0.0.2 --dmac 00:00:00:00:00:01 --bogus
+grep -q "unknown option --bogus" err && ok "fragsend: a trailing unknown option is called unknown" ||
+	bad "fragsend --bogus: $(cat err)"
+usage fragsend fragsend --if=lo --src=10.0.0.1 --dst=10.0.0.2 --dmac=00:00:00:00:00:01 --mtu=20
 usage defrag defrag --mem-limit -1 a b
 timeout 5 "$RXPATH" >out 2>err; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && ok "no command -> 2" || bad "no command: rc $rc"
