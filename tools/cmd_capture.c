@@ -174,7 +174,8 @@ static struct rxp_dev *open_dev(const struct cap_opts *o, struct rxp_pktpool *pp
 }
 
 /* Read every queue until each has ended (*ended), or a limit is reached. */
-static uint64_t capture_loop(const struct cap_opts *o, struct rxp_dev *d, bool *ended)
+static uint64_t capture_loop(const struct cap_opts *o, struct rxp_dev *d, bool *ended,
+			     bool *timed_out)
 {
 	uint64_t done = 0, got = 0, t0 = now_ms(), last = 0;
 	uint64_t all = d->nqueues >= 64 ? ~0ull : (1ull << d->nqueues) - 1;
@@ -184,8 +185,10 @@ static uint64_t capture_loop(const struct cap_opts *o, struct rxp_dev *d, bool *
 		struct pollfd pf[64];
 		unsigned npf = 0;
 
-		if (t - t0 > o->timeout || (last && t - last > o->idle))
+		if (t - t0 > o->timeout || (last && t - last > o->idle)) {
+			*timed_out = t - t0 > o->timeout;
 			break;
+		}
 		for (unsigned q = 0; q < d->nqueues; q++) {
 			struct rxp_pkt *pk[64];
 			unsigned want =
@@ -232,7 +235,7 @@ static int capture_main(int argc, char **argv)
 	struct rxp_dev_stats st;
 	uint64_t got, drops = 0;
 	int rc = RXP_EXIT_OK;
-	bool ended;
+	bool ended, timed_out = false;
 	FILE *out;
 
 	rc = parse(argc, argv, &o);
@@ -259,7 +262,7 @@ static int capture_main(int argc, char **argv)
 		return RXP_EXIT_USAGE;
 	}
 	fprintf(stderr, "rxpath capture: ready on %s\n", d->name);
-	got = capture_loop(&o, d, &ended);
+	got = capture_loop(&o, d, &ended, &timed_out);
 	rxp_dev_get_stats(d, &st);
 	rxp_pktpool_get_stats(pp, &ps);
 	for (unsigned r = 0; r < RXP_DROP_MAX; r++)
@@ -303,6 +306,16 @@ static int capture_main(int argc, char **argv)
 	if (o.count && got < o.count && ended)
 		fprintf(stderr, "rxpath capture: stopped after %llu of %llu frames (input ended)\n",
 			(unsigned long long)got, (unsigned long long)o.count);
+	/* A file or device that has an end, stopped before it: said, as the
+	 * count is (a live interface has no end; the timeout is its stop). */
+	if (timed_out && !ended && !o.iface)
+		fprintf(stderr,
+			"rxpath capture: stopped at --timeout-ms %llu before the input ended "
+			"(%llu frames)\n",
+			(unsigned long long)o.timeout, (unsigned long long)got);
+	/* the library said where and why (a warning above) */
+	if (st.rx_input_cut)
+		rc = RXP_EXIT_FAIL;
 	if (rxp_dev_close(d)) {
 		fprintf(stderr, "rxpath capture: FAILED: pages outstanding at close\n");
 		rc = RXP_EXIT_FAIL;

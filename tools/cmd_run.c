@@ -697,6 +697,8 @@ static int run_main(int argc, char **argv)
 			U(r.pkts_out), U(r.pages_out), U(t.corrupted));
 		rc = RXP_EXIT_FAIL;
 	}
+	if (t.dev.rx_input_cut)
+		rc = RXP_EXIT_FAIL; /* the library said where and why (a warning) */
 	if (r.ledger && (r.acct.unaccounted || r.acct.phantom)) {
 		fprintf(stderr,
 			"rxpath run: FAILED: %llu datagrams or messages unaccounted (sent, "

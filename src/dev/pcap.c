@@ -100,7 +100,7 @@ struct pcapdev {
 	struct rxp_dev dev;
 	pcap_t *p;
 	enum l2kind kind;
-	bool eof;
+	bool eof, cut;
 	uint64_t rx_packets, rx_bytes, dropped, tx_packets;
 	uint64_t first_ns, last_ns;
 };
@@ -120,6 +120,16 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 		struct rxp_pkt *pkt;
 
 		if (rc != 1) {
+			/* -2: the end; -1: a record cut short or corrupt
+			 * (libpcap says which), after which nothing can be
+			 * read: said once, and counted for the caller */
+			if (rc == PCAP_ERROR) {
+				pd->cut = true;
+				rxp_log(RXP_LOG_WARN,
+					"input cut off or corrupt after %llu frames: %s",
+					(unsigned long long)(pd->rx_packets + pd->dropped),
+					pcap_geterr(pd->p));
+			}
 			pd->eof = true;
 			break;
 		}
@@ -177,6 +187,7 @@ static void pcapdev_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 	st->tx_packets += pd->tx_packets;
 	st->first_tstamp_ns = pd->first_ns;
 	st->last_tstamp_ns = pd->last_ns;
+	st->rx_input_cut += pd->cut;
 }
 
 static uint64_t pcapdev_close(struct rxp_dev *d)

@@ -143,6 +143,25 @@ usage capture capture --dev "capture:same.pcap+pcap:same.pcap" --write other.pca
 	bad "an input was overwritten"
 [ -e other.pcap ] && bad "a refused capture created its output" || ok "nothing was created"
 
+# a capture cut inside a record: what came before it is read, the cut is
+# said in one line, and the command exits 1 (the man page's promise)
+head -c $(($(stat -c %s same.pcap) - 30)) same.pcap >cut.pcap
+for args in "run -q --pcap cut.pcap" "capture --read cut.pcap --write cutout.pcap"; do
+	timeout 20 "$RXPATH" $args >out 2>err
+	rc=$?
+	[ $rc -eq 1 ] && grep -q "cut off or corrupt after 199 frames" err &&
+		ok "$args: exit 1, $(grep 'cut off' err)" || { bad "$args: rc $rc"; cat err; }
+done
+[ "$(capinfos -c -M cutout.pcap 2>/dev/null | awk '/Number of packets/ {print $NF}')" = 199 ] &&
+	ok "capture of a cut file kept the 199 whole frames" || bad "capture of a cut file"
+# a file stopped by --timeout-ms before its end says so
+"$RXPATH" capture --dev sim:count=200000,seed=6 --write big.pcap >/dev/null 2>&1
+timeout 60 "$RXPATH" capture --read big.pcap --write bigout.pcap --timeout-ms 1 >out 2>err
+rc=$?
+[ $rc -eq 0 ] && grep -q "stopped at --timeout-ms 1 before the input ended" err &&
+	ok "capture --timeout-ms on a file: $(grep stopped err)" || { bad "capture --timeout-ms 1: rc $rc"; cat err; }
+rm -f big.pcap bigout.pcap
+
 # capture: every frame of a multi-queue sim device, for 1, 2 and 4 queues
 for q in 1 2 4; do
 	"$RXPATH" capture --dev "sim:count=20000,max=4000,queues=$q,seed=3" --write "q$q.pcap" --json \
