@@ -333,7 +333,10 @@ int main(int argc, char **argv)
 		return gen(argv[2], 100000) ? 1 : 0;
 	bench_parse(argc, argv, &o, "defrag-cli",
 		    "rxpath defrag vs tshark with reassembly vs cp on one generated capture\n"
-		    "(100k datagrams x 4 fragments, 564 MB; --quick: 20k, 113 MB)");
+		    "(100k datagrams x 4 fragments, 564 MB; --quick: 20k, 113 MB)\n"
+		    "  --gen FILE             only write that capture to FILE (the only argument)\n"
+		    "  --floor-writev IN OUT  only the writev floor of IN into OUT (the bench\n"
+		    "                         runs it itself; the only arguments)");
 	nd = o.quick ? 20000 : 100000;
 	if (find_rxpath(rx, sizeof(rx))) {
 		fprintf(stderr, "bench defrag-cli: no rxpath binary found (set RXPATH)\n");

@@ -116,11 +116,25 @@ static void plot_fragmentsmack(const char *out)
 }
 
 /* One benchmark with its own options: what this command took before them
- * (--quick, --out DIR) goes along, as --quick and --outdir DIR. */
-static int forward(const char *name, int argc, char **argv, int quick, const char *out)
+ * (--quick, --out DIR) goes along, as --quick and --outdir DIR; without
+ * --out (and no --outdir of its own) its CSV goes where a whole run's
+ * would, bench/results/<date>. */
+static int forward(const char *name, int argc, char **argv, int quick, const char *outp)
 {
-	char **av;
+	char **av, out[PATH_MAX / 2];
+	bool own = false;
 	int n = 0, rc;
+
+	snprintf(out, sizeof(out), "%s", outp);
+	for (int i = 0; i < argc; i++)
+		own |= !strcmp(argv[i], "--outdir") || !strncmp(argv[i], "--outdir=", 9);
+	if (!out[0] && !own) {
+		time_t t = time(NULL);
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(out, sizeof(out), "bench/results/%Y-%m-%d", &tm);
+	}
 
 	if (out[0] && mkdirs(out)) {
 		fprintf(stderr, "rxpath bench: cannot create %s: %s\n", out, strerror(errno));

@@ -130,9 +130,9 @@ static void usage(FILE *f)
 		"  -w, --workers N       worker threads, 1..%d (default: online CPUs)\n"
 		"  -n, --frames N        frames the workload sends (default 2000000; suffix k m "
 		"g)\n"
-		"  -d, --duration SEC    stop after SEC seconds (default: when the input ends; 10\n"
-		"                        with --iface); the workload stops sending and what is in\n"
-		"                        flight is finished\n"
+		"  -d, --duration SEC    stop after SEC seconds (suffix ms, us, ns allowed;\n"
+		"                        default: when the input ends; 10 with --iface); the\n"
+		"                        workload stops sending and what is in flight is finished\n"
 		"  -s, --seed N          workload seed (default 1)\n"
 		"      --in-flight N     datagrams in flight at once, fragments shuffled (the\n"
 		"                        overload case; default 1)\n"
@@ -369,6 +369,9 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	if (o->in_flight && (o->pcap || o->iface))
 		return rxp_usage_error(CMD, "--in-flight shapes the built-in workload: not with "
 					    "--pcap or --iface");
+	if (o->in_flight && o->spec && !strstr(o->spec, "src=workload"))
+		return rxp_usage_error(CMD, "--in-flight shapes the built-in workload: with --dev "
+					    "only for a spec with src=workload");
 	if (!o->csum_set)
 		o->csum = o->pcap || o->iface ? RXP_UDP_CSUM_AUTO : RXP_UDP_CSUM_CHECK;
 	o->drains = !o->pcap && !o->iface && (!o->spec || strstr(o->spec, "src=workload"));

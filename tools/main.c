@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "rxpath: help takes one command\n");
 			return 2;
 		}
-		if (argc > 2 && strcmp(argv[1], "help") == 0) {
+		if (argc > 2) { /* help CMD, --help CMD, -h CMD */
 			char *hargv[] = {argv[2], "--help", NULL};
 
 			for (const struct rxp_command *c = __start_rxp_cmds; c < __stop_rxp_cmds;
@@ -48,6 +48,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		if (argc > 2) {
+			fprintf(stderr, "rxpath: unexpected argument '%s' after %s\n", argv[2],
+				argv[1]);
+			return 2;
+		}
 		printf("rxpath %s\n", RXP_VERSION);
 		return 0;
 	}

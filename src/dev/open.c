@@ -56,6 +56,22 @@ struct open_ctx {
 	unsigned nsrc;
 };
 
+#define SIM_KEYS                                                                          \
+	"queues ring buf page pages seed hw_burst count min max v6 mtu loss flows dport " \
+	"inflight shuffle replay src"
+
+/* Whether k is one of SIM_KEYS (a whole word). */
+static bool sim_key(const char *k)
+{
+	static const char keys[] = SIM_KEYS;
+	size_t n = strlen(k);
+
+	for (const char *p = keys; n && (p = strstr(p, k)); p += n)
+		if ((p == keys || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return true;
+	return false;
+}
+
 static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp, const struct open_ctx *ctx)
 {
 	struct rxp_gen_config gc = {.count = 100000};
@@ -130,7 +146,14 @@ static struct rxp_dev *open_sim(char *args, struct rxp_pktpool *pp, const struct
 		goto bad;
 	return rxp_sim_open(&sc, pp);
 bad:
-	rxp_log(RXP_LOG_ERR, "sim: bad option '%s'", k ? k : "");
+	/* the key, and its value when the key is one sim knows */
+	if (k && v && sim_key(k))
+		rxp_log(RXP_LOG_ERR, "sim: bad value '%s' for '%s'%s", v, k,
+			!strcmp(k, "hw_burst") ? " (at most 65536)"
+			: !strcmp(k, "dport")  ? " (at most 65535)"
+					       : " (a number, 0 or more)");
+	else
+		rxp_log(RXP_LOG_ERR, "sim: bad option '%s' (keys: %s)", k ? k : "", SIM_KEYS);
 	errno = EINVAL;
 	return NULL;
 }
@@ -155,8 +178,10 @@ static int iface_args(char *args, const char **ifname, unsigned *nq)
 
 static struct rxp_dev *open_device(char *s, struct rxp_pktpool *pp, const struct open_ctx *ctx)
 {
-	char *args = strchr(s, ':');
+	char *args = strchr(s, ':'), whole[256];
 	unsigned nq = 1;
+
+	snprintf(whole, sizeof(whole), "%s", s); /* for the message: args is cut up */
 
 	if (args)
 		*args++ = 0;
@@ -181,7 +206,12 @@ static struct rxp_dev *open_device(char *s, struct rxp_pktpool *pp, const struct
 		return rxp_afxdp_open(&c, pp);
 	}
 bad:
-	rxp_log(RXP_LOG_ERR, "device spec '%s' not understood", s);
+	if (args && (!strcmp(s, "afpacket") || !strcmp(s, "afxdp")))
+		rxp_log(RXP_LOG_ERR, "device spec '%s' not understood (%s:IF[,queues=N])", whole,
+			s);
+	else
+		rxp_log(RXP_LOG_ERR, "device spec '%s' not understood (sim, pcap, afpacket, afxdp)",
+			whole);
 	errno = EINVAL;
 	return NULL;
 }

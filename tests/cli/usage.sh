@@ -47,6 +47,7 @@ usage run run --udp-csum maybe
 usage run run --bogus
 usage run run extra
 usage run run --pcap a.pcap --iface lo
+usage run run --in-flight 5 --dev sim:count=100
 usage run run --frames
 usage capture capture --dev sim:count=10 --write x.pcap --count abc
 usage capture capture --dev sim:count=10 --write x.pcap --mode bogus
@@ -55,6 +56,12 @@ usage capture capture --dev sim:count=10 --write x.pcap --count -1
 usage capture capture --dev sim:count=10 --write x.pcap extra
 usage capture capture --dev sim:count=10
 usage capture capture --dev sim:count=10 --write x.pcap --queues 65
+usage capture capture --dev sim:hw_burst=65537 --write x.pcap
+grep -q "bad value '65537' for 'hw_burst'" err && ok "sim: a value out of range is named as such" ||
+	bad "sim hw_burst=65537: $(cat err)"
+usage capture capture --dev afxdp:lo,bogus=1 --write x.pcap
+grep -q "'afxdp:lo,bogus=1' not understood" err && ok "a device spec is quoted whole" ||
+	bad "afxdp:lo,bogus=1: $(cat err)"
 usage tipc tipc pcap x.pcap --bogus
 usage tipc tipc pcap x.pcap extra
 usage tipc tipc pcap x.pcap --mtu abc
@@ -102,6 +109,11 @@ for c in "" run defrag capture tipc bench fragsend; do
 done
 timeout 5 "$RXPATH" help capture >out 2>err && grep -q "rxpath capture" out && ok "rxpath help capture" ||
 	bad "rxpath help capture"
+timeout 5 "$RXPATH" --help defrag >out 2>err && grep -q "usage: rxpath defrag" out &&
+	ok "rxpath --help defrag" || bad "rxpath --help defrag: $(head -1 out)"
+timeout 5 "$RXPATH" --version extra >out 2>err
+[ $? -eq 2 ] && [ ! -s out ] && [ "$(wc -l <err)" -eq 1 ] && ok "rxpath --version extra -> 2" ||
+	bad "rxpath --version extra accepted"
 
 # error messages: the cause, the path once, one line, exit 2
 cause() { # expect-substring path-that-must-appear-once ARGS...
