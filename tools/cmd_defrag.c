@@ -298,20 +298,74 @@ static void filter_free(struct filter *f)
 
 /* ---- the profile ---------------------------------------------------------- */
 
-/* A quarter of the memory this process may use: RAM, or the cgroup's cap
+/* Lower *lim to the limit in file under mount at rel and at each of its
+ * ancestors up to the mount's root (one that is not there is skipped). */
+static void cgroup_walk(const char *mount, const char *rel_in, const char *file, uint64_t *lim)
+{
+	char rel[PATH_MAX], path[2 * PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "%s", rel_in && strcmp(rel_in, "/") ? rel_in : "");
+	for (;;) {
+		unsigned long long v;
+		char *slash;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s%s/%s", mount, rel, file);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%llu", &v) == 1 && v < *lim) /* "max": no number */
+				*lim = v;
+			fclose(f);
+		}
+		if (!rel[0])
+			break;
+		slash = strrchr(rel, '/');
+		*(slash ? slash : rel) = 0;
+	}
+}
+
+/* The lowest memory limit of this process's cgroups, ~0 for none: cgroup
+ * v2's memory.max and v1's memory.limit_in_bytes, for the cgroup that
+ * /proc/self/cgroup names and every ancestor, so that a limit set on a
+ * systemd slice or a container's parent counts where the process sees the
+ * whole tree (inside a cgroup namespace its own cgroup is the mount's
+ * root, read as well). */
+static uint64_t cgroup_max(void)
+{
+	char line[PATH_MAX], v1[PATH_MAX] = "", v2[PATH_MAX] = "";
+	uint64_t lim = ~0ull;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+			if (!c2)
+				continue;
+			line[strcspn(line, "\n")] = 0;
+			if (c2 == c1 + 1 && !strncmp(line, "0:", 2))
+				snprintf(v2, sizeof(v2), "%s", c2 + 1);
+			else if (c2 - c1 - 1 == 6 && !strncmp(c1 + 1, "memory", 6))
+				snprintf(v1, sizeof(v1), "%s", c2 + 1);
+		}
+		fclose(f);
+	}
+	cgroup_walk("/sys/fs/cgroup", v2, "memory.max", &lim);
+	cgroup_walk("/sys/fs/cgroup/unified", v2, "memory.max", &lim);
+	cgroup_walk("/sys/fs/cgroup/memory", v1, "memory.limit_in_bytes", &lim);
+	return lim;
+}
+
+/* A quarter of the memory this process may use: RAM, or its cgroups' cap
  * when lower. */
 static uint64_t ram_quarter(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 1ull << 30;
-	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-	unsigned long long cg;
+	uint64_t cg = cgroup_max();
 
-	if (f) {
-		if (fscanf(f, "%llu", &cg) == 1 && cg < ram)
-			ram = cg;
-		fclose(f);
-	}
+	if (cg < ram)
+		ram = cg;
 	return ram / 4 < (64u << 10) ? (64u << 10) : ram / 4;
 }
 

@@ -61,5 +61,29 @@ for args in "--policy nope $T/in_eth.pcap $T/x" "--mem-limit x $T/in_eth.pcap $T
 	rc=$?
 	if [ $rc -eq 0 ] || ! [ -s "$T/err" ]; then echo "FAIL: '$args' rc=$rc"; fail=1; fi
 done
+# The default cap is a quarter of what the process may use: its cgroup's
+# limit counts, read through /proc/self/cgroup (v1 or v2), here a child
+# memory cgroup of this shell's own with 1 GiB: "mem 256m". Where no child
+# cgroup can be made (no root, a read-only tree), said and skipped.
+cg=
+v2=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)
+v1=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
+if [ -n "$v1" ] && [ -d "/sys/fs/cgroup/memory$v1" ] && mkdir "/sys/fs/cgroup/memory$v1/rxp-t$$" 2>/dev/null; then
+	cg=/sys/fs/cgroup/memory$v1/rxp-t$$
+	echo 1073741824 >"$cg/memory.limit_in_bytes" 2>/dev/null || cg=
+elif [ -n "$v2" ] && [ -f /sys/fs/cgroup/cgroup.controllers ] &&
+	mkdir "/sys/fs/cgroup${v2%/}/rxp-t$$" 2>/dev/null; then
+	cg=/sys/fs/cgroup${v2%/}/rxp-t$$
+	echo 1073741824 >"$cg/memory.max" 2>/dev/null || cg=
+fi
+if [ -n "$cg" ]; then
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" defrag "$3" "$4"' _ "$cg" "$RXPATH" \
+		"$T/in_eth.pcap" "$T/out.pcap" 2>"$T/err" >/dev/null
+	grep -q "mem 256m" "$T/err" && echo "ok: a 1 GiB cgroup limit gives the default cap 256m" ||
+		{ echo "FAIL: default cap under a 1 GiB cgroup: $(head -1 "$T/err")"; fail=1; }
+	rmdir "$cg" 2>/dev/null
+else
+	echo "skip: no child memory cgroup could be made here"
+fi
 [ $fail -eq 0 ] && echo "defrag_cli: all passed"
 exit $fail
