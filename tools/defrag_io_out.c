@@ -425,9 +425,19 @@ struct dio_out *dio_open_out(const char *path, struct dio_in *in, bool pcapng, c
 	else
 		o->wdh = wtap_dump_fdopen(fd, ft, WTAP_UNCOMPRESSED, &o->params, &e, &info);
 	if (!o->wdh) {
-		snprintf(err, errlen, "cannot write %s: %s%s%s", path,
-			 e > 0 ? strerror(e) : wtap_strerror(e), info ? ": " : "",
-			 info ? info : "");
+		if (e == WTAP_ERR_UNWRITABLE_ENCAP || e == WTAP_ERR_ENCAP_PER_PACKET_UNSUPPORTED)
+			/* the input's fault, not OUT's: a file libwiretap took
+			 * for another format (a text file can pass for MP4) */
+			snprintf(err, errlen,
+				 "%s, read as %s with link type '%s', has no frames a pcap or "
+				 "pcapng can hold (is it a capture?)",
+				 in->path && strcmp(in->path, "-") ? in->path : "the input",
+				 dio_in_format(in),
+				 wtap_encap_description(wtap_file_encap(in->wth)));
+		else
+			snprintf(err, errlen, "cannot write %s: %s%s%s", path,
+				 e > 0 ? strerror(e) : wtap_strerror(e), info ? ": " : "",
+				 info ? info : "");
 		g_free(info);
 		if (fd >= 0)
 			close(fd);

@@ -100,6 +100,12 @@ ls -a | grep -q rxpath- && bad "a temporary file was left behind"
 D empty.pcap o_empty.pcap 2>err
 [ $? -eq 2 ] && [ ! -e o_empty.pcap ] && [ "$(wc -l <err)" -eq 1 ] && ok "empty IN refused" ||
 	{ bad "empty IN"; cat err; }
+# a text file libwiretap takes for MP4: the input is blamed, not OUT
+printf 'hello\n' >hello.pcap
+D hello.pcap o_hello.pcap 2>err
+[ $? -eq 2 ] && [ ! -e o_hello.pcap ] && [ "$(wc -l <err)" -eq 1 ] && grep -q "^rxpath defrag: hello.pcap, read as" err &&
+	! grep -q "cannot write" err && ok "a non-capture IN named as the fault: $(cat err)" ||
+	{ bad "hello IN"; cat err; }
 
 # cut off mid-record: what was read is written, a warning, exit 1
 size=$(stat -c %s flight.pcap)
