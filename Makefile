@@ -70,8 +70,10 @@ fuzz-long: fuzz-build
 fuzz-cov: fuzz-cov-build
 	@scripts/fuzz-cov.sh $(FUZZCOV) $(FUZZB)
 
+# PREFIX=DIR installs there (kept in the build's cache for later installs);
+# without it, the cached prefix, /usr/local at first.
 install: release
-	@cmake --install $(REL)
+	@$(if $(PREFIX),cmake -S . -B $(REL) -DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)) >/dev/null && cmake --build $(REL) -j $(JOBS) &&) cmake --install $(REL)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

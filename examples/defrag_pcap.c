@@ -2,7 +2,8 @@
  * Reassemble the IPv4/IPv6 fragments of an Ethernet capture with libpcap and
  * rxp_defrag, and print one line per complete datagram. Build against an
  * installed rxpath with
- *   cc defrag_pcap.c $(pkg-config --cflags --libs rxpath) -o defrag_pcap
+ *   cc defrag_pcap.c $(pkg-config --cflags --libs rxpath libpcap) -o defrag_pcap
+ * (libpcap too: this program calls it itself).
  */
 #include <pcap/pcap.h>
 #include <stdio.h>

@@ -18,6 +18,8 @@ static void on_datagram(void *arg, struct rxp_worker *w, struct rxp_pkt *pkt)
 {
 	static uint8_t buf[65536];
 
+	(void)arg;
+	(void)w;
 	if (rxp_pkt_copy_bits(pkt, 0, buf, pkt->len) || rxp_gen_verify(buf, pkt->len))
 		bad++;
 	delivered++;
