@@ -10,8 +10,9 @@ trap 'rm -rf "$T"' EXIT
 "$RXPATH" capture --dev 'sim:count=600,max=20000' --write "$T/sim.pcap" >/dev/null 2>&1 ||
 	{ echo "FAIL: capture"; exit 1; }
 "$EX" "$T/sim.pcap" >"$T/out" || { echo "FAIL: example exit $?"; tail -3 "$T/out"; exit 1; }
-want=$("$RXPATH" defrag --json --mem-limit 64m "$T/sim.pcap" "$T/o.pcap" 2>/dev/null |
-	/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["reassembled"])')
+"$RXPATH" defrag --json --mem-limit 64m "$T/sim.pcap" "$T/o.pcap" >"$T/j" 2>/dev/null ||
+	{ echo "FAIL: rxpath defrag exit $?"; exit 1; }
+want=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reassembled"])' "$T/j")
 got=$(tail -1 "$T/out" | cut -d' ' -f1)
 if [ -n "$want" ] && [ "$want" -gt 0 ] && [ "$got" = "$want" ]; then
 	echo "example/defrag_pcap: $got datagrams, as rxpath defrag"

@@ -12,7 +12,7 @@
  * reassembled ("expect", frame, users, sizes, msgcnt, fragm_no, fragment
  * type: the fields and list format of tshark -T fields), then the link's
  * counters. Wireshark
- * checks the same file independently (tests/netns/tipc_tshark.sh).
+ * checks the same file independently (tests/cli/tipc_tshark.sh).
  */
 #include <errno.h>
 #include <getopt.h>

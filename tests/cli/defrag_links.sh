@@ -30,6 +30,8 @@ if [ -z "${RXP_NETNS_LOCKED:-}" ]; then
 fi
 A=rxp21a B=rxp21b
 T=$(mktemp -d)
+. "$SRC/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
@@ -129,7 +131,13 @@ for k in $kinds; do
 	run "$k" "$T/w/$k.pcap" $n
 done
 $PY "$LINKS" check-list "$T/checks" 2>&1 | grep -v '^Running as user' || fail=1
-for k in $($PY "$LINKS" collide "$T/eth.pcap" "$T/w" 2>/dev/null); do
+# every kind the tool knows must be made: a tool that failed before it
+# printed any would otherwise leave this loop empty and the test green
+ckinds=$($PY "$LINKS" collide "$T/eth.pcap" "$T/w") || { echo "FAIL: collide"; fail=1; }
+want_c=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import defrag_links as d; print(len(d.COLLIDE_FIELD))' "$(dirname "$LINKS")")
+[ "$(echo $ckinds | wc -w)" = "$want_c" ] && [ "$want_c" -gt 0 ] ||
+	{ echo "FAIL: collide made $(echo $ckinds | wc -w) of $want_c kinds"; fail=1; }
+for k in $ckinds; do
 	"$RXPATH" defrag "$T/w/$k.pcap" "$T/out_$k.pcap" 2>"$T/err_$k" || { echo "FAIL: $k"; fail=1; continue; }
 	if res=$($PY "$LINKS" check-collide "$T/w" "$T/out_$k.pcap" "${k#collide_}" 2>&1); then
 		echo "ok: $k: $res"
@@ -153,11 +161,13 @@ else
 	echo "FAIL: mixed-link pcapng: $res"; fail=1
 fi
 # The 65,500-byte datagram does not fit back into its tunnel: said and counted.
-"$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" >"$T/json" 2>&1
+"$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" >"$T/json" 2>&1 ||
+	{ echo "FAIL: rxpath defrag vxlan.pcap: exit $?"; fail=1; }
 $PY -c 'import json,sys
 d = json.loads(open(sys.argv[1]).read().splitlines()[-1])["frames"]
 assert d["too_big"] == 1 and d["stripped"] == 1 and d["tunnel_datagrams"] >= 8, d' "$T/json" \
 	|| { echo "FAIL: vxlan too_big"; cat "$T/json"; fail=1; }
 grep -q "too big for their outer headers" "$T/json" || { echo "FAIL: no too-big warning"; fail=1; }
 [ $fail -eq 0 ] && echo "defrag_links: all passed"
+rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

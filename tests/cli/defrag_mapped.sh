@@ -28,6 +28,8 @@ PY=/usr/bin/python3
 GEN="$SRC/tests/tools/gen_flight_big.py"
 N=30000
 T=$(mktemp -d)
+. "$SRC/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 trap 'rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -72,14 +74,16 @@ else
 		ok "peak RSS $sparse MB with a fragment held every 2 MiB, --mem-limit 16m" ||
 		bad "peak RSS $sparse MB with a fragment held every 2 MiB, --mem-limit 16m ($base MB plain): references held more than the cap"
 fi
-"$RXPATH" defrag --mem-limit 16m - "$T/o_sparse_stdin.pcap" <"$T/sparse.pcap" 2>/dev/null
+"$RXPATH" defrag --mem-limit 16m - "$T/o_sparse_stdin.pcap" <"$T/sparse.pcap" 2>/dev/null ||
+	bad "sparse from stdin: exit $?"
 cmp -s "$T/o_sparse.pcap" "$T/o_sparse_stdin.pcap" && ok "sparse: OUT as from stdin" ||
 	bad "sparse: OUT differs from the stdin run's"
-D - "$T/o_stdin.pcap" <"$T/held.pcap" 2>/dev/null
+D - "$T/o_stdin.pcap" <"$T/held.pcap" 2>/dev/null || bad "held from stdin: exit $?"
 cmp -s "$T/o_held.pcap" "$T/o_stdin.pcap" && ok "OUT as from stdin (every fragment copied)" ||
 	bad "OUT differs from the stdin run's"
-D --keep-incomplete "$T/held.pcap" "$T/o_keep.pcap" 2>/dev/null
-D --keep-incomplete - "$T/o_keep_stdin.pcap" <"$T/held.pcap" 2>/dev/null
+D --keep-incomplete "$T/held.pcap" "$T/o_keep.pcap" 2>/dev/null || bad "--keep-incomplete: exit $?"
+D --keep-incomplete - "$T/o_keep_stdin.pcap" <"$T/held.pcap" 2>/dev/null ||
+	bad "--keep-incomplete from stdin: exit $?"
 cmp -s "$T/o_keep.pcap" "$T/o_keep_stdin.pcap" && [ -s "$T/o_keep.pcap" ] &&
 	ok "--keep-incomplete: OUT as from stdin" || bad "--keep-incomplete: OUT differs from the stdin run's"
 # the blocks reserved for OUT and not used are let go (ext4, XFS)
@@ -96,4 +100,5 @@ ef53 | 58465342)
 *) echo "skip: OUT's blocks (not ext4 or XFS)" ;;
 esac
 [ $fail -eq 0 ] && echo "defrag_mapped: all passed"
+rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

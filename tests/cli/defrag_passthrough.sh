@@ -11,6 +11,8 @@ RXPATH=${RXPATH:-$(dirname "$0")/../../build/release/rxpath}
 PY=/usr/bin/python3
 if ! $PY -c 'import scapy' 2>/dev/null; then echo "SKIP: scapy missing in $PY"; exit 77; fi
 T=$(mktemp -d)
+. "${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 trap 'rm -rf "$T"' EXIT
 $PY - "$T" 2>/dev/null <<'PYEOF' || { echo "FAIL: gen"; exit 1; }
 import sys
@@ -78,4 +80,5 @@ cut = bytes(rdpcap(sys.argv[1])[-1])
 assert len(cut) == 100 and [bytes(p) for p in rdpcap(sys.argv[2])].count(cut) == 1
 PYEOF
 [ $fail -eq 0 ] && echo "defrag_passthrough: all passed"
+rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

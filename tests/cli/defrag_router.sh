@@ -34,6 +34,8 @@ if [ -z "${RXP_NETNS_LOCKED:-}" ]; then
 fi
 A=rxp22a R=rxp22r B=rxp22b
 T=$(mktemp -d)
+. "$SRC/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 PID=
 cleanup() {
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null
@@ -131,4 +133,5 @@ profile() { # name, late, left, rxpath defrag options...
 profile file $N 0
 profile kernel 0 $N --kernel
 [ $fail -eq 0 ] && echo "defrag_router: all passed"
+rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

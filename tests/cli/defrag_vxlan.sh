@@ -24,6 +24,8 @@ if [ -z "${RXP_NETNS_LOCKED:-}" ]; then
 fi
 A=rxp22a B=rxp22b
 T=$(mktemp -d)
+. "$SRC/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 PID=
 cleanup() {
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null
@@ -103,4 +105,5 @@ assert f["bad_tunnel"] == 0 and f["too_big"] == 0, d
 print(f"ok: counters: {d['ReasmOKs']} reassembled, {f['tunnel_datagrams']} inside the tunnels")
 PYEOF
 [ $fail -eq 0 ] && echo "defrag_vxlan: all passed"
+rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

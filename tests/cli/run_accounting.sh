@@ -8,6 +8,8 @@ set -u
 SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 RXPATH=${RXPATH:-$SRC/build/release/rxpath}
 T=$(mktemp -d)
+. "$SRC/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 trap 'rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -41,7 +43,8 @@ rc=$?
 check "overload balances, losses under the memory reasons" "$T/over.json" \
 	'l.get("frag_mem_limit", 0) + l.get("frag_evicted", 0) > 0 and l["cut_at_end"] > 0'
 
-$RXPATH run -q -w 1 -n 50000 >"$T/text" 2>&1
+$RXPATH run -q -w 1 -n 50000 >"$T/text" 2>&1 || bad "run -n 50000 (text): exit $?"
 grep -q '^  sent ' "$T/text" && grep -q '^  unaccounted 0$' "$T/text" &&
 	ok "the text summary shows sent and unaccounted 0" || { bad "text summary"; cat "$T/text"; }
+rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

@@ -18,6 +18,8 @@ PY=/usr/bin/python3
 for t in tshark capinfos; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 $PY -c 'import scapy, jsonschema' 2>/dev/null || { echo "SKIP: scapy or jsonschema missing in $PY"; exit 77; }
 T=$(mktemp -d)
+. "$SRC/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 fail=0
@@ -142,7 +144,7 @@ cause "No such file or directory" /nonexistent/t.pcap tipc pcap /nonexistent/t.p
 
 # an output that is the input under another name or through a link is
 # refused before anything is written (it used to be truncated, exit 0)
-"$RXPATH" capture --dev sim:count=200,seed=5 --write same.pcap >/dev/null 2>&1
+"$RXPATH" capture --dev sim:count=200,seed=5 --write same.pcap >/dev/null 2>&1 || bad "capture same.pcap: exit $?"
 cp same.pcap same.ref
 ln -s same.pcap same.lnk
 usage run run -q -w 1 --pcap same.pcap --write same.pcap
@@ -167,7 +169,7 @@ done
 [ "$(capinfos -c -M cutout.pcap 2>/dev/null | awk '/Number of packets/ {print $NF}')" = 199 ] &&
 	ok "capture of a cut file kept the 199 whole frames" || bad "capture of a cut file"
 # a file stopped by --timeout-ms before its end says so
-"$RXPATH" capture --dev sim:count=200000,seed=6 --write big.pcap >/dev/null 2>&1
+"$RXPATH" capture --dev sim:count=200000,seed=6 --write big.pcap >/dev/null 2>&1 || bad "capture big.pcap: exit $?"
 timeout 60 "$RXPATH" capture --read big.pcap --write bigout.pcap --timeout-ms 1 >out 2>err
 rc=$?
 [ $rc -eq 0 ] && grep -q "stopped at --timeout-ms 1 before the input ended" err &&
@@ -278,12 +280,14 @@ c=$(capinfos -c -M w.pcap | awk '/Number of packets/ {print $NF}')
 validate defrag.schema.json d.json "defrag --json"
 "$RXPATH" defrag --json --policy all mix.pcap - >/dev/null 2>da.json || { bad "defrag --policy all --json: rc $?"; }
 validate defrag.schema.json da.json "defrag --policy all --json (on stderr, OUT is -)"
-"$RXPATH" run --pcap mix.pcap -w 1 -q >text 2>err
+"$RXPATH" run --pcap mix.pcap -w 1 -q >text 2>err || { bad "run --pcap mix.pcap (text): exit $?"; cat err; }
 grep -q "the capture spans 0.60" text && grep -q "in capture time" text && ok "text summary gives the span and both rates" ||
 	{ bad "text summary rates"; cat text; }
-"$RXPATH" run --pcap offload.pcap -w 1 -q --json >a.json 2>err
-"$RXPATH" run --pcap offload.pcap -w 1 -q --json --udp-csum check >c.json 2>err
-"$RXPATH" run --pcap offload.pcap -w 1 -q --json --udp-csum skip >s.json 2>err
+"$RXPATH" run --pcap offload.pcap -w 1 -q --json >a.json 2>err || bad "run offload auto: exit $?"
+"$RXPATH" run --pcap offload.pcap -w 1 -q --json --udp-csum check >c.json 2>err ||
+	bad "run offload check: exit $?"
+"$RXPATH" run --pcap offload.pcap -w 1 -q --json --udp-csum skip >s.json 2>err ||
+	bad "run offload skip: exit $?"
 $PY - a.json c.json s.json <<'PY' && ok "offloaded checksums: accepted in auto, dropped in check, unchecked in skip" || bad "offloaded checksums"
 import json, sys
 a, c, s = (json.load(open(f)) for f in sys.argv[1:4])
@@ -291,4 +295,5 @@ assert a["datagrams"] == 20 and a["udp"]["InCsumOffload"] == 20, a["udp"]
 assert c["datagrams"] == 0 and c["drops"].get("udp_bad_checksum") == 20, c["drops"]
 assert s["datagrams"] == 20 and s["udp"]["InCsumUnchecked"] == 20, s["udp"]
 PY
+rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

@@ -18,6 +18,8 @@ if [ ! -x "$RXPATH" ]; then
 fi
 tmp=$(mktemp -d /tmp/rxp_tipc_tshark.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+. "${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$tmp"
 fail=0
 for mtu in 1500 576 9000; do
 	if ! "$RXPATH" tipc pcap "$tmp/t.pcap" --mtu "$mtu" >"$tmp/out.txt"; then
@@ -30,24 +32,38 @@ for mtu in 1500 576 9000; do
 	HOME=$tmp tshark -n -r "$tmp/t.pcap" -d udp.port==6118,tipc -T fields \
 		-e frame.number -e tipc.usr -e tipc.msg_size -e tipcv2.msg_count \
 		-e tipcv2.fragment_number -e tipcv2.fragmenter_msg_type \
-		2>"$tmp/tshark.err" >"$tmp/tshark.txt"
+		2>"$tmp/tshark.err" >"$tmp/tshark.txt" ||
+		{ echo "tipc_tshark: mtu $mtu: tshark failed"; cat "$tmp/tshark.err"; fail=1; continue; }
 	if ! diff -u "$tmp/expect.txt" "$tmp/tshark.txt"; then
 		echo "tipc_tshark: mtu $mtu: tshark disagrees with rxpath (diff above)"
 		fail=1
 		continue
 	fi
-	# Our IPv4 and UDP checksums, verified by Wireshark (status 1 = good, 0 = bad, 2 = unverified).
-	bad=$(HOME=$tmp tshark -n -r "$tmp/t.pcap" -o ip.check_checksum:TRUE \
+	frames=$(wc -l <"$tmp/expect.txt")
+	if [ "$frames" -eq 0 ]; then
+		echo "tipc_tshark: mtu $mtu: rxpath listed no frames (nothing compared)"
+		fail=1
+		continue
+	fi
+	# Our IPv4 and UDP checksums, verified by Wireshark (status 1 = good, 0 = bad, 2 = unverified);
+	# tshark's own failure is not a pass
+	if ! HOME=$tmp tshark -n -r "$tmp/t.pcap" -o ip.check_checksum:TRUE \
 		-o udp.check_checksum:TRUE -Y 'ip.checksum.status != 1 || udp.checksum.status != 1' \
-		2>/dev/null | wc -l)
+		>"$tmp/badsum.txt" 2>"$tmp/tshark.err"; then
+		echo "tipc_tshark: mtu $mtu: tshark failed on the checksum pass"
+		cat "$tmp/tshark.err"
+		fail=1
+		continue
+	fi
+	bad=$(wc -l <"$tmp/badsum.txt")
 	if [ "$bad" != 0 ]; then
 		echo "tipc_tshark: mtu $mtu: $bad frames with bad or unchecked IP/UDP checksums"
 		fail=1
 		continue
 	fi
-	frames=$(wc -l <"$tmp/expect.txt")
 	bundles=$(awk -F'\t' '$4 != ""' "$tmp/tshark.txt" | wc -l)
 	frags=$(awk -F'\t' '$5 != ""' "$tmp/tshark.txt" | wc -l)
 	echo "tipc_tshark: mtu $mtu: $frames frames ($bundles bundles, $frags fragments) agree; $(grep '^rx:' "$tmp/out.txt")"
 done
+rxpt_sanitizer_reports "$tmp" || fail=1
 exit $fail

@@ -13,6 +13,8 @@ PY=/usr/bin/python3
 if ! $PY -c 'import scapy' 2>/dev/null; then echo "SKIP: scapy missing in $PY"; exit 77; fi
 if ! command -v tshark >/dev/null; then echo "SKIP: tshark missing"; exit 77; fi
 T=$(mktemp -d)
+. "$SRC/tests/tools/sanitizer.sh"
+rxpt_sanitizer_log "$T"
 trap 'rm -rf "$T"' EXIT
 fail=0
 $PY "$SRC/tests/tools/defrag_pcap.py" gen "$T" >/dev/null 2>&1 || { echo "FAIL: gen"; exit 1; }
@@ -85,5 +87,6 @@ if [ -n "$cg" ]; then
 else
 	echo "skip: no child memory cgroup could be made here"
 fi
+rxpt_sanitizer_reports "$T" || fail=1
 [ $fail -eq 0 ] && echo "defrag_cli: all passed"
 exit $fail
