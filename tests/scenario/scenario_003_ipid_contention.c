@@ -60,7 +60,7 @@ static uint64_t run_phase(struct rxp_ipid_table *t, struct arg *a, unsigned per,
 		assert_int_equal(pthread_create(&th[i], NULL, hammer, &a[i]), 0);
 	}
 	for (int i = 0; i < NT; i++) {
-		pthread_join(th[i], NULL);
+		assert_int_equal(pthread_join(th[i], NULL), 0);
 		total += a[i].total;
 	}
 	pthread_barrier_destroy(&bar);

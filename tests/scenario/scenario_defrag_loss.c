@@ -42,8 +42,17 @@ static uint64_t run(enum rxp_defrag_pressure pr, double loss, uint32_t ndg, stru
 			if (rxpt_rng_below(rng, 1000000) < (uint64_t)(loss * 1e6))
 				continue;
 			r = rxp_defrag(t, dt_frag4(pp, &h, pl, i * FPAY, FPAY, i + 1 < NFRAG), now);
-			if (r)
+			if (r) {
+				/* only the fragment that completes d delivers,
+				 * and then d whole */
+				struct rxp_iphdr ip;
+
+				assert_int_equal(i, NFRAG - 1);
+				assert_int_equal(rxp_pkt_copy_bits(r, 0, &ip, sizeof(ip)), 0);
+				assert_int_equal(ntohs(ip.id), h.id);
+				dt_check_payload(r, 20, pl, sizeof(pl));
 				rxp_pkt_consume(r);
+			}
 		}
 		rxp_defrag_expire(t, now);
 	}

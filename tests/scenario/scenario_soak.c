@@ -150,7 +150,7 @@ static void test_soak(void **state)
 			rss_max = r;
 		samples++;
 	}
-	pthread_join(th, NULL);
+	assert_int_equal(pthread_join(th, NULL), 0);
 	if (rss_warm && rss_kb() - (long)(rxp_ledger_entry_bytes(ledger) / 1024) > rss_max)
 		rss_max =
 			rss_kb() - (long)(rxp_ledger_entry_bytes(ledger) / 1024); /* the end too */

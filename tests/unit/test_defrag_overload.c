@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "defrag_test.h"
+#include "net/defrag_internal.h"
 #include "overload.h"
 
 /* Fragments the cap holds, about (2544 bytes of truesize each). */
@@ -172,18 +173,57 @@ static long rss_kib(void)
 	return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* A table for a million queues and a 4 GiB cap costs little until used. */
+/* A table for a million queues and a 4 GiB cap costs little until used;
+ * open queues then make it grow (the queues it touches, from a pool
+ * already carved), and destroying it gives that back. */
 static void test_memory_grows_with_use(void **state)
 {
-	struct rxp_defrag_config dc = {.mem_limit = 4ull << 30, .max_queues = 1u << 20};
-	long before = rss_kib();
-	struct rxp_defrag_table *t = rxp_defrag_table_create(&dc);
-	long after = rss_kib();
+	enum { N = 32768, LEN = 256 };
+	struct rxp_defrag_config dc = {
+		.mem_limit = 4ull << 30, .max_queues = 1u << 20, .max_dist = -1};
+	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){
+		.name = "grow", .n_pkts = N + 64, .n_bufs = N + 64, .n_large = 4});
+	struct rxp_defrag_table *t;
+	struct rxp_pkt_queue q;
+	struct rxp_pkt *p;
+	uint8_t pl[LEN];
+	long before, made, used, freed;
+	long want = (long)(N * sizeof(struct dfr_queue) / 2 / 1024);
+	uint64_t now = 0;
 
+	assert_non_null(pp);
+	/* carve the pool's packets and buffers first, so that what grows
+	 * below is the table */
+	rxp_pkt_queue_init(&q);
+	for (unsigned i = 0; i < N; i++) {
+		assert_non_null(p = rxp_pkt_alloc(pp, 20 + LEN));
+		rxp_pkt_enqueue(&q, p);
+	}
+	rxp_pkt_queue_purge(&q, RXP_DROP_NOT_SPECIFIED);
+	rxpt_fill(pl, LEN, 7);
+	before = rss_kib();
+	t = rxp_defrag_table_create(&dc);
+	made = rss_kib();
 	assert_non_null(t);
-	printf("  RSS: %ld KiB before, %ld KiB after making the table\n", before, after);
-	assert_true(after - before < 16 * 1024);
+	/* N datagrams in flight, the first fragment of each */
+	for (unsigned i = 0; i < N; i++) {
+		struct dt4 h = {.id = (uint16_t)i, .src = htonl(0x0a000000u + (i >> 16))};
+
+		now += 1000;
+		assert_null(rxp_defrag(t, dt_frag4(pp, &h, pl, 0, LEN, true), now));
+	}
+	used = rss_kib();
+	assert_int_equal(dt_ctr(t).queues, N);
+	assert_true(dt_ctr(t).mem >= N * (sizeof(struct dfr_queue) + LEN));
 	rxp_defrag_table_destroy(t);
+	freed = rss_kib();
+	printf("  RSS: %ld KiB before, %ld KiB after making the table, %ld KiB with %d "
+	       "queues, %ld KiB destroyed (at least %ld KiB expected of the queues)\n",
+	       before, made, used, N, freed, want);
+	assert_true(made - before < 16 * 1024);
+	assert_true(used - made >= want);
+	assert_true(used - freed >= want);
+	rxpt_pktpool_teardown(pp);
 }
 
 /* ---- events ------------------------------------------------------------ */

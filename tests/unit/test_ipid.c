@@ -45,9 +45,18 @@ static void test_create_sizes(void **state)
 	assert_true(rxp_ipid_n_buckets(t) >= RXP_IPID_MIN_BUCKETS);
 	assert_true(rxp_ipid_n_buckets(t) <= RXP_IPID_MAX_BUCKETS);
 	assert_int_equal(rxp_ipid_n_buckets(t) & (rxp_ipid_n_buckets(t) - 1), 0);
-	/* the real clock path works */
+	/* the real clock path works: each reservation returns the first of
+	 * its IDs and leaves the bucket's counter just past the last, so two
+	 * in a row differ (the second may have jumped, by less than the
+	 * milliseconds between them) */
+	uint32_t bkt = rxp_ipid_bucket_of(t, SRC, DST, 17);
 	uint16_t a = rxp_ipid_reserve(t, SRC, DST, 17, 1);
-	(void)a;
+
+	assert_int_equal((uint16_t)rxp_ipid_bucket_counter(t, bkt), (uint16_t)(a + 1));
+	uint16_t b = rxp_ipid_reserve(t, SRC, DST, 17, 3);
+
+	assert_int_not_equal(b, a);
+	assert_int_equal((uint16_t)rxp_ipid_bucket_counter(t, bkt), (uint16_t)(b + 3));
 	rxp_ipid_destroy(t);
 	errno = 0;
 	assert_null(rxp_ipid_create(&bad));
@@ -147,7 +156,7 @@ static void test_unique_threads(void **state)
 			assert_int_equal(pthread_create(&th[i], NULL, mt_worker, &a[i]), 0);
 		}
 		for (int i = 0; i < NT; i++)
-			pthread_join(th[i], NULL);
+			assert_int_equal(pthread_join(th[i], NULL), 0);
 		pthread_barrier_destroy(&bar);
 		for (int i = 0; i < NT; i++) {
 			for (unsigned k = 0; k < per; k++) {
@@ -314,8 +323,17 @@ static void test_atomic_and_v6(void **state)
 	unsigned n = 20000, dups = 0;
 	uint32_t *v = malloc(n * sizeof(*v));
 
+	uint32_t bkt = rxp_ipid_bucket_of(t, SRC, DST, 17);
+	uint32_t before = rxp_ipid_bucket_counter(t, bkt);
+	uint16_t id;
+
+	/* atomic: 0, and no counter value consumed */
 	assert_int_equal(rxp_ipid_select_v4(t, SRC, DST, 17, true), 0);
-	(void)rxp_ipid_select_v4(t, SRC, DST, 17, false);
+	assert_int_equal(rxp_ipid_bucket_counter(t, bkt), before);
+	/* not atomic: one ID from the table, the counter just past it */
+	id = rxp_ipid_select_v4(t, SRC, DST, 17, false);
+	assert_int_equal((uint16_t)rxp_ipid_bucket_counter(t, bkt), (uint16_t)(id + 1));
+	assert_int_not_equal(rxp_ipid_bucket_counter(t, bkt), before);
 	for (unsigned i = 0; i < n; i++) {
 		v[i] = rxp_ipid_v6();
 		assert_int_not_equal(v[i], 0);

@@ -145,7 +145,7 @@ static void run(struct sink *s, const struct opts *o, struct rxp_ledger_tally *t
 	assert_non_null(g);
 	stop = false;
 	assert_int_equal(pthread_create(&th, NULL, runner, g), 0);
-	pthread_join(th, NULL);
+	assert_int_equal(pthread_join(th, NULL), 0);
 	rxp_worker_group_destroy(g);
 	assert_int_equal(rxp_dev_close(dev), 0);
 	rxp_ledger_tally(s->l, t);

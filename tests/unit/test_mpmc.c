@@ -209,7 +209,7 @@ static void test_mpmc_threads(void **state)
 			0);
 	}
 	for (int i = 0; i < MT_PRODS + MT_CONS; i++)
-		pthread_join(th[i], NULL);
+		assert_int_equal(pthread_join(th[i], NULL), 0);
 	for (long i = 0; i < (long)MT_PER_PROD * MT_PRODS; i++) {
 		dup += m.seen[i] > 1;
 		missing += m.seen[i] == 0;

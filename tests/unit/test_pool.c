@@ -183,7 +183,7 @@ static void run_xfer(unsigned defer_max, struct rxp_pool_stats *st)
 			rxp_pool_drain_deferred(x.p); /* the poll loop's drain */
 	}
 	atomic_store(&x.done_alloc, 1);
-	pthread_join(t, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(atomic_load(&x.freed), sent);
 	rxp_pool_drain_deferred(x.p);
 	rxp_pool_get_stats(x.p, st);
@@ -219,11 +219,11 @@ static void test_remote_free_cap_overflow(void **state)
 		atomic_store(&x.slot[i], objs[i]);
 	atomic_store(&x.done_alloc, 1);
 	assert_int_equal(pthread_create(&t, NULL, consumer, &x), 0);
-	pthread_join(t, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
 	for (int i = 64; i < 100; i++)
 		atomic_store(&x.slot[i - 64], objs[i]);
 	assert_int_equal(pthread_create(&t, NULL, consumer, &x), 0);
-	pthread_join(t, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
 	rxp_pool_get_stats(p, &st);
 	assert_int_equal(st.deferred, 16);
 	assert_int_equal(st.defer_overflow, 84);
@@ -306,7 +306,7 @@ static void test_remote_free_batches(void **state)
 	assert_int_equal(st.defer_overflow, 16);
 	assert_int_equal(rxp_pool_drain_deferred(p), 8);
 	atomic_store(&r.cmd, 3);
-	pthread_join(r.th, NULL);
+	assert_int_equal(pthread_join(r.th, NULL), 0);
 	teardown(p);
 }
 
@@ -760,7 +760,7 @@ static void test_pkt_remote_free(void **state)
 		rxp_pkt_enqueue(&q, p);
 	}
 	assert_int_equal(pthread_create(&t, NULL, free_pkts, &q), 0);
-	pthread_join(t, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
 	rxp_pktpool_get_stats(pp, &st);
 	/* metadata and head buffers both went to our deferred lists */
 	assert_int_equal(st.pkts.deferred + st.pkts.defer_overflow, 100);
@@ -820,10 +820,10 @@ static void test_bulk_get_after_drain(void **state)
 		rxp_pool_put(bulk_p, bulk_objs[i]);
 	rxp_pool_drain_deferred(bulk_p); /* hand the staged frees over */
 	pthread_barrier_wait(&bulk_ph2);
-	pthread_join(a, NULL);
+	assert_int_equal(pthread_join(a, NULL), 0);
 	pthread_barrier_wait(&bulk_hold);
 	for (unsigned i = 0; i < nh; i++)
-		pthread_join(h[i], NULL);
+		assert_int_equal(pthread_join(h[i], NULL), 0);
 	assert_int_equal(bulk_rc, 0);
 	for (int i = 0; i < 200; i++)
 		for (int j = i + 1; j < 200; j++)
@@ -851,7 +851,7 @@ static void test_nocache_remote_free(void **state)
 	for (int i = 0; i < 100; i++)
 		assert_non_null(nc_objs[i] = rxp_pool_get(nc_pool));
 	assert_int_equal(pthread_create(&t, NULL, nc_free, NULL), 0);
-	pthread_join(t, NULL);
+	assert_int_equal(pthread_join(t, NULL), 0);
 	{
 		struct rxp_pool_stats st;
 
