@@ -27,9 +27,56 @@
 #ifndef DLT_IPV6
 #define DLT_IPV6 229
 #endif
+#ifndef DLT_LINUX_SLL2
+#define DLT_LINUX_SLL2 276
+#endif
 #define SLL_HLEN 16
+#define SLL2_HLEN 20
 
-enum l2kind { L2_ETH, L2_RAW, L2_SLL };
+/* What is in front of the IP header: Ethernet; nothing; Linux cooked
+ * headers (tcpdump -i any: SLL, and SLL2 from libpcap 1.10); BSD loopback
+ * (DLT_NULL: the address family in the capturing host's byte order;
+ * DLT_LOOP: in network order), which Linux loopback captures from other
+ * systems and some tools write. */
+enum l2kind { L2_ETH, L2_RAW, L2_SLL, L2_SLL2, L2_NULL, L2_LOOP };
+
+/* For a kind with a header that is not Ethernet: how many bytes to skip,
+ * and in *et the EtherType of what follows (0: none known, for raw IP
+ * the version nibble tells). 0 skipped and *et 0 when caplen is too short. */
+static uint32_t cooked(enum l2kind k, const u_char *d, uint32_t caplen, uint16_t *et)
+{
+	uint32_t af;
+
+	*et = 0;
+	switch (k) {
+	case L2_SLL:
+		if (caplen < SLL_HLEN)
+			return 0;
+		*et = (uint16_t)(d[14] << 8 | d[15]);
+		return SLL_HLEN;
+	case L2_SLL2:
+		if (caplen < SLL2_HLEN)
+			return 0;
+		*et = (uint16_t)(d[0] << 8 | d[1]);
+		return SLL2_HLEN;
+	case L2_NULL:
+	case L2_LOOP:
+		if (caplen < 4)
+			return 0;
+		af = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
+		/* DLT_NULL's family is in the writer's byte order: a value
+		 * over 16 bits was written little-endian (as Wireshark reads it) */
+		if (k == L2_NULL && af > 0xffff)
+			af = __builtin_bswap32(af);
+		if (af == 2)
+			*et = RXP_ETH_P_IP;
+		else if (af == 10 || af == 24 || af == 28 || af == 30) /* Linux, BSDs, macOS */
+			*et = RXP_ETH_P_IPV6;
+		return 4;
+	default:
+		return 0;
+	}
+}
 
 /* Open a capture: the file with fopen, so that a missing or unreadable
  * file fails with its own errno (libpcap would report its text only), then
@@ -69,10 +116,20 @@ static int open_offline(const char *path, pcap_t **out, enum l2kind *kind)
 	case DLT_LINUX_SLL:
 		*kind = L2_SLL;
 		break;
+	case DLT_LINUX_SLL2:
+		*kind = L2_SLL2;
+		break;
+	case DLT_NULL:
+		*kind = L2_NULL;
+		break;
+	case DLT_LOOP:
+		*kind = L2_LOOP;
+		break;
 	default:
 		rxp_log(RXP_LOG_ERR,
-			"link type %d (%s) not supported: Ethernet, raw IP and SLL are", dlt,
-			pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
+			"link type %d (%s) not supported: Ethernet, raw IP, Linux cooked (SLL, "
+			"SLL2) and BSD loopback (NULL, LOOP) are",
+			dlt, pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
 		pcap_close(p);
 		return -EPROTONOSUPPORT;
 	}
@@ -116,7 +173,9 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 		struct pcap_pkthdr *h;
 		const u_char *data;
 		int rc = pcap_next_ex(pd->p, &h, &data);
-		uint32_t skip = pd->kind == L2_SLL ? SLL_HLEN : 0, len;
+		bool hdr = pd->kind != L2_ETH && pd->kind != L2_RAW;
+		uint32_t skip = 0, len;
+		uint16_t et = 0;
 		struct rxp_pkt *pkt;
 
 		if (rc != 1) {
@@ -133,7 +192,9 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			pd->eof = true;
 			break;
 		}
-		if (h->caplen <= skip) {
+		if (hdr)
+			skip = cooked(pd->kind, data, h->caplen, &et);
+		if (h->caplen <= skip || (hdr && !skip)) {
 			pd->dropped++;
 			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_SMALL, 1);
 			continue;
@@ -151,11 +212,13 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			pd->first_ns = pkt->tstamp_ns;
 		pd->last_ns = pkt->tstamp_ns;
 		rxp_dev_classify(pkt, pd->kind == L2_ETH);
-		if (pd->kind == L2_SLL && len) {
-			/* Cooked: the protocol is in the SLL header. */
-			pkt->protocol = (uint16_t)(data[14] << 8 | data[15]);
+		if (hdr && et) {
+			/* the protocol is the link header's */
+			pkt->protocol = et;
 			pkt->network_off = (uint16_t)(pkt->data - pkt->head);
 			pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
+		} else if (hdr) {
+			pkt->protocol = 0; /* a family that is not IP: not taken for IP */
 		}
 		pd->rx_packets++;
 		pd->rx_bytes += len;
@@ -258,16 +321,16 @@ static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t
 		n = h->caplen;
 		if (sp->kind != L2_ETH) {
 			/* Give raw IP an Ethernet header: the NIC sees frames. */
-			uint32_t skip = sp->kind == L2_SLL ? SLL_HLEN : 0;
-			uint16_t et;
+			uint16_t et = 0;
+			uint32_t skip = sp->kind == L2_RAW ? 0 : cooked(sp->kind, data, n, &et);
 
-			if (n <= skip)
+			if (n <= skip || (sp->kind != L2_RAW && !skip))
 				continue;
 			data += skip;
 			n -= skip;
-			if (sp->kind == L2_SLL)
-				et = (uint16_t)(data[-2] << 8 | data[-1]);
-			else
+			/* (a loopback family that is not IP keeps type 0, not IP,
+			 * as the device gives it) */
+			if (sp->kind == L2_RAW)
 				et = (data[0] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP;
 			memset(buf, 0, 12);
 			buf[0] = 0x02;

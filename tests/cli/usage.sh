@@ -168,6 +168,23 @@ for args in "run -q --pcap cut.pcap" "capture --read cut.pcap --write cutout.pca
 done
 [ "$(capinfos -c -M cutout.pcap 2>/dev/null | awk '/Number of packets/ {print $NF}')" = 199 ] &&
 	ok "capture of a cut file kept the 199 whole frames" || bad "capture of a cut file"
+# run --pcap and a sim replay read the link headers other tools write:
+# tcpdump -i any's SLL2, BSD loopback (NULL, little-endian; LOOP): the
+# same frames and datagrams as from the Ethernet capture they were made of
+"$RXPATH" capture --dev sim:count=300,max=6000,v6=50,seed=9 --write eth9.pcap >/dev/null 2>&1 ||
+	bad "capture eth9.pcap: exit $?"
+dg() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["frames"], d["datagrams"])' "$1"; }
+"$RXPATH" run -q -w 1 --pcap eth9.pcap --json >e9.json 2>err || bad "run eth9.pcap: exit $?"
+want=$(dg e9.json)
+for k in sll2 null loop; do
+	$PY "$SRC/tests/tools/relink_pcap.py" eth9.pcap "l_$k.pcap" $k || bad "relink $k"
+	"$RXPATH" run -q -w 1 --pcap "l_$k.pcap" --json >"l_$k.json" 2>err || { bad "run --pcap $k: exit $?"; cat err; }
+	"$RXPATH" run -q -w 1 --dev "sim:replay=l_$k.pcap" --json >"r_$k.json" 2>err ||
+		{ bad "run sim:replay $k: exit $?"; cat err; }
+	[ "$want" != "0 0" ] && [ "$(dg "l_$k.json")" = "$want" ] && [ "$(dg "r_$k.json")" = "$want" ] &&
+		ok "$k link header: frames and datagrams $want as Ethernet" ||
+		bad "$k: $(dg "l_$k.json") / replay $(dg "r_$k.json"), Ethernet $want"
+done
 # a file stopped by --timeout-ms before its end says so
 "$RXPATH" capture --dev sim:count=200000,seed=6 --write big.pcap >/dev/null 2>&1 || bad "capture big.pcap: exit $?"
 timeout 60 "$RXPATH" capture --read big.pcap --write bigout.pcap --timeout-ms 1 >out 2>err
