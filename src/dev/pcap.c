@@ -211,14 +211,15 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 		if (!pd->rx_packets)
 			pd->first_ns = pkt->tstamp_ns;
 		pd->last_ns = pkt->tstamp_ns;
-		rxp_dev_classify(pkt, pd->kind == L2_ETH);
 		if (hdr && et) {
-			/* the protocol is the link header's */
+			/* the protocol is the link header's: classified once */
 			pkt->protocol = et;
 			pkt->network_off = (uint16_t)(pkt->data - pkt->head);
 			pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
-		} else if (hdr) {
-			pkt->protocol = 0; /* a family that is not IP: not taken for IP */
+		} else {
+			rxp_dev_classify(pkt, pd->kind == L2_ETH);
+			if (hdr)
+				pkt->protocol = 0; /* a family that is not IP: not IP */
 		}
 		pd->rx_packets++;
 		pd->rx_bytes += len;
