@@ -34,11 +34,36 @@
 #define FILEMAX (1u << 20)
 
 /* Link types: what the file says, and how rxpath reads it (0 Ethernet,
- * 1 raw IP, 2 cooked, -1 not at all). */
+ * 1 raw IP, 2 cooked SLL, 3 cooked SLL2, 4 BSD loopback NULL, -1 not at
+ * all). */
 static const struct {
 	uint16_t lt;
 	int kind;
-} links[8] = {{1, 0}, {101, 1}, {228, 1}, {229, 1}, {113, 2}, {0, -1}, {105, -1}, {276, -1}};
+} links[8] = {{1, 0}, {101, 1}, {228, 1}, {229, 1}, {113, 2}, {0, 4}, {105, -1}, {276, 3}};
+
+/* The model of the pcap device's link headers: bytes before the packet
+ * (a record no longer than that is dropped), and the EtherType the
+ * device gives it (0: none it knows). */
+static uint32_t link_skip(int kind)
+{
+	return kind == 2 ? 16 : kind == 3 ? 20 : kind == 4 ? 4 : 0;
+}
+
+static uint16_t link_et(int kind, const uint8_t *r)
+{
+	uint32_t af;
+
+	if (kind == 2)
+		return (uint16_t)(r[14] << 8 | r[15]);
+	if (kind == 3)
+		return (uint16_t)(r[0] << 8 | r[1]);
+	af = (uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 | (uint32_t)r[2] << 8 | r[3];
+	if (af > 0xffff) /* the writer's byte order: little-endian */
+		af = __builtin_bswap32(af);
+	return af == 2					      ? RXP_ETH_P_IP
+	       : af == 10 || af == 24 || af == 28 || af == 30 ? RXP_ETH_P_IPV6
+							      : 0;
+}
 static const uint32_t snaps[8] = {65535, 262144, 128, 9000, 64, 0, 1500, 65535};
 
 struct rec {
@@ -283,20 +308,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * interface's; libpcap refuses any other). */
 	if (ng)
 		kind = first_lt < 0 ? -1 : links[first_lt].kind;
-	skip = kind == 2 ? 16 : 0;
+	skip = link_skip(kind);
 	/* libpcap gives a cooked SocketCAN record (protocol CAN or CAN FD)
 	 * of a file in the other byte order with its CAN ID in this
 	 * machine's (pcap_post_process, swap_linux_sll_socketcan_header):
 	 * what it reads is those 4 bytes reversed, from here on what the
 	 * records are compared with. */
-	for (uint32_t i = 0; kind == 2 && i < nrec; i++) {
-		uint8_t *r = file + recs[i].off, t;
-		uint16_t proto = recs[i].caplen >= 16 ? (uint16_t)(r[14] << 8 | r[15]) : 0;
+	for (uint32_t i = 0; (kind == 2 || kind == 3) && i < nrec; i++) {
+		uint8_t *r = file + recs[i].off, *id = r + skip, t;
+		uint16_t proto = recs[i].caplen >= skip ? link_et(kind, r) : 0;
 
-		if (!recs[i].swapped || recs[i].caplen < 20 || (proto != 0x000c && proto != 0x000d))
+		/* (SLL2 the same, its header 20 bytes: libpcap's swap of it) */
+		if (!recs[i].swapped || recs[i].caplen < skip + 4 ||
+		    (proto != 0x000c && proto != 0x000d))
 			continue;
-		t = r[16], r[16] = r[19], r[19] = t;
-		t = r[17], r[17] = r[18], r[18] = t;
+		t = id[0], id[0] = id[3], id[3] = t;
+		t = id[1], id[1] = id[2], id[2] = t;
 	}
 
 	/* the device: records in order, each a prefix of what was written */
@@ -325,7 +352,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (recs[k].ts_ns != UINT64_MAX)
 				FZ_CHECK(p->tstamp_ns == recs[k].ts_ns);
 			if (skip)
-				FZ_CHECK(p->protocol == (r[14] << 8 | r[15]));
+				FZ_CHECK(p->protocol == link_et(kind, r));
 			k++;
 			rxp_pkt_consume(p);
 		}
@@ -353,9 +380,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (kind > 0) {
 			uint16_t et = (uint16_t)(frame[12] << 8 | frame[13]);
 
-			if (kind == 2)
-				FZ_CHECK(et ==
-					 (file[recs[k].off + 14] << 8 | file[recs[k].off + 15]));
+			if (kind >= 2)
+				FZ_CHECK(et == link_et(kind, file + recs[k].off));
 			else
 				FZ_CHECK(et ==
 					 ((frame[off] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP));
