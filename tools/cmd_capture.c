@@ -271,11 +271,11 @@ static int capture_main(int argc, char **argv)
 		bool first = true;
 
 		fprintf(out,
-			"{\"device\":\"%s\",\"frames\":%llu,\"written\":%llu,\"offered\":%llu,"
-			"\"rx_dropped\":%llu,\"rx_no_buffer\":%llu,\"drops\":{",
+			"{\"device\":\"%s\",\"frames\":%llu,\"written\":%llu,\"not_ip\":%llu,"
+			"\"offered\":%llu,\"rx_dropped\":%llu,\"rx_no_buffer\":%llu,\"drops\":{",
 			d->name, (unsigned long long)got, (unsigned long long)st.captured,
-			(unsigned long long)st.rx_offered, (unsigned long long)st.rx_dropped,
-			(unsigned long long)st.rx_no_buffer);
+			(unsigned long long)st.capture_not_ip, (unsigned long long)st.rx_offered,
+			(unsigned long long)st.rx_dropped, (unsigned long long)st.rx_no_buffer);
 		for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 			if (ps.drops[r]) {
 				fprintf(out, "%s\"%s\":%llu", first ? "" : ",",
@@ -284,8 +284,11 @@ static int capture_main(int argc, char **argv)
 			}
 		fprintf(out, "}}\n");
 	} else {
-		fprintf(out, "frames %llu written %llu rx_dropped %llu rx_no_buffer %llu",
-			(unsigned long long)got, (unsigned long long)st.captured,
+		fprintf(out, "frames %llu written %llu", (unsigned long long)got,
+			(unsigned long long)st.captured);
+		if (st.capture_not_ip)
+			fprintf(out, " not_ip %llu", (unsigned long long)st.capture_not_ip);
+		fprintf(out, " rx_dropped %llu rx_no_buffer %llu",
 			(unsigned long long)st.rx_dropped, (unsigned long long)st.rx_no_buffer);
 		for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 			if (ps.drops[r])
@@ -296,7 +299,14 @@ static int capture_main(int argc, char **argv)
 	/* A sim device knows what it offered: each frame was written or
 	 * dropped with a reason (the count, a timeout or the idle time may
 	 * stop the capture before the device ends: then fewer were taken). */
-	if (ended && st.rx_offered && st.captured + drops != st.rx_offered + st.fault_duplicated) {
+	/* a raw-IP file holds IP alone: what else the input had is said */
+	if (st.capture_not_ip)
+		fprintf(stderr,
+			"rxpath capture: %llu frames not written: not IP, and %s is raw IP (the "
+			"input's link headers are taken off)\n",
+			(unsigned long long)st.capture_not_ip, o.wr);
+	if (ended && st.rx_offered &&
+	    st.captured + st.capture_not_ip + drops != st.rx_offered + st.fault_duplicated) {
 		fprintf(stderr,
 			"rxpath capture: FAILED: %llu frames offered, %llu written, %llu dropped\n",
 			(unsigned long long)st.rx_offered, (unsigned long long)st.captured,

@@ -135,6 +135,10 @@ struct rxp_decap {
 	uint8_t family; /* of that header: 4 or 6 */
 	uint8_t nlayers; /* headers in front of it */
 	uint8_t tunnels; /* tunnels entered */
+	/* The last EtherType a header gave for what follows it (0: none):
+	 * for RXP_DECAP_NOT_IP, what the frame carries instead of IP when a
+	 * header says so (ARP: 0x0806). */
+	uint16_t ethertype;
 	struct rxp_decap_ctx ctx; /* of the innermost tunnel (or the link level) */
 	struct rxp_layer layer[RXP_DECAP_MAX_LAYERS];
 };

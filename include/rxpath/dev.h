@@ -60,6 +60,9 @@ struct rxp_dev_stats {
 	/* wrappers */
 	uint64_t fault_lost, fault_duplicated, fault_reordered;
 	uint64_t captured;
+	/* capture wrapper writing raw IP (the device's frames are): frames
+	 * not written because they are not IP (ARP from a cooked capture) */
+	uint64_t capture_not_ip;
 	/* capture files: 1 when reading stopped at a cut or corrupt record
 	 * (what came before it was delivered; the device then ends) */
 	uint64_t rx_input_cut;

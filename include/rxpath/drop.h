@@ -91,7 +91,8 @@ RXP_BEGIN_DECLS
 	X(TEARDOWN, "teardown")                               \
 	X(SINK, "sink_rejected") /* reserved */               \
 	/* appended (values stay stable) */                   \
-	X(XDP_REDIRECT_XTHREAD, "xdp_redirect_other_thread")
+	X(XDP_REDIRECT_XTHREAD, "xdp_redirect_other_thread")  \
+	X(L2_MALFORMED, "l2_bad_header")
 
 enum rxp_drop_reason {
 #define RXP_DROP_ENUM(name, str) RXP_DROP_##name,

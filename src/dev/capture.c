@@ -7,15 +7,30 @@
  * takes a packet: it reads it and hands it on.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "rxpath/dev.h"
+#include "rxpath/wire.h"
 
 struct capture {
 	struct rxp_dev dev;
 	struct rxp_pcap_writer *w;
 	unsigned what;
+	bool raw; /* the file is raw IP: it holds IP packets alone */
+	_Atomic uint64_t not_ip; /* packets a raw file could not hold */
 };
+
+/* Writes pkt, unless the file is raw IP and pkt is not IP (ARP from a
+ * Linux cooked capture, say): written, it would read back as garbage. */
+static void cap_write(struct capture *c, const struct rxp_pkt *pkt)
+{
+	if (c->raw && pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) {
+		atomic_fetch_add_explicit(&c->not_ip, 1, memory_order_relaxed);
+		return;
+	}
+	rxp_pcap_writer_write_pkt(c->w, pkt);
+}
 
 static int cap_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
 {
@@ -24,7 +39,7 @@ static int cap_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned
 
 	if (rc > 0 && (c->what & RXP_CAPTURE_RX))
 		for (int i = 0; i < rc; i++)
-			rxp_pcap_writer_write_pkt(c->w, pkts[i]);
+			cap_write(c, pkts[i]);
 	return rc;
 }
 
@@ -34,7 +49,7 @@ static unsigned cap_tx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, uns
 
 	if (c->what & RXP_CAPTURE_TX)
 		for (unsigned i = 0; i < n; i++)
-			rxp_pcap_writer_write_pkt(c->w, pkts[i]);
+			cap_write(c, pkts[i]);
 	return rxp_dev_tx_burst(d->inner, q, pkts, n);
 }
 
@@ -49,6 +64,7 @@ static void cap_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 
 	d->inner->ops->get_stats(d->inner, st);
 	st->captured += rxp_pcap_writer_count(c->w);
+	st->capture_not_ip += atomic_load_explicit(&c->not_ip, memory_order_relaxed);
 }
 
 static uint64_t cap_close(struct rxp_dev *d)
@@ -83,7 +99,8 @@ struct rxp_dev *rxp_capture_wrap(struct rxp_dev *inner, const char *path, unsign
 		rxp_dev_close(inner);
 		return NULL;
 	}
-	c->w = rxp_pcap_writer_open(path, rxp_dev_is_raw_ip(inner));
+	c->raw = rxp_dev_is_raw_ip(inner);
+	c->w = rxp_pcap_writer_open(path, c->raw);
 	if (!c->w) {
 		err = errno;
 		free(c);

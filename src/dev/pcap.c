@@ -1,7 +1,7 @@
 /*
  * pcap files through libpcap: a device that reads a capture (pcap or pcapng;
- * Ethernet, raw IPv4/IPv6 and Linux cooked link types), a frame source for
- * the sim NIC, and a writer.
+ * Ethernet, raw IPv4/IPv6, and the link types rxp_decap_link knows, whose
+ * headers it takes off), a frame source for the sim NIC, and a writer.
  *
  * Owns: the pcap_t handle (and, for the writer, the dumper). The device
  * copies each record into a packet from the caller's pool; the record's
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "rxpath/decap.h"
 #include "rxpath/dev.h"
 #include "rxpath/log.h"
 #include "rxpath/sim.h"
@@ -27,62 +28,44 @@
 #ifndef DLT_IPV6
 #define DLT_IPV6 229
 #endif
-#ifndef DLT_LINUX_SLL2
-#define DLT_LINUX_SLL2 276
-#endif
-#define SLL_HLEN 16
-#define SLL2_HLEN 20
 
-/* What is in front of the IP header: Ethernet; nothing; Linux cooked
- * headers (tcpdump -i any: SLL, and SLL2 from libpcap 1.10); BSD loopback
- * (DLT_NULL: the address family in the capturing host's byte order;
- * DLT_LOOP: in network order), which Linux loopback captures from other
- * systems and some tools write. */
-enum l2kind { L2_ETH, L2_RAW, L2_SLL, L2_SLL2, L2_NULL, L2_LOOP };
+/* What is in front of the IP header: Ethernet (kept: the device's classify
+ * reads it); nothing; or another link layer rxp_decap_link knows (Linux
+ * cooked SLL and SLL2 from tcpdump -i any, BSD loopback NULL and LOOP,
+ * PPP, Cisco HDLC, NFLOG, 802.11 and radiotap), which is taken off. */
+enum l2kind { L2_ETH, L2_RAW, L2_LINK };
 
-/* For a kind with a header that is not Ethernet: how many bytes to skip,
- * and in *et the EtherType of what follows (0: none known, for raw IP
- * the version nibble tells). 0 skipped and *et 0 when caplen is too short. */
-static uint32_t cooked(enum l2kind k, const u_char *d, uint32_t caplen, uint16_t *et)
+/* For L2_LINK: how many bytes of a frame of link type dlt (caplen of them
+ * at d) come before its payload, and in *et the payload's EtherType. The
+ * payload is the IP packet, or, for a frame that carries something else,
+ * what follows the link headers (its EtherType when a header says it,
+ * ARP say; else 0, and the frame is not IP). -1: link headers that do not
+ * parse (cut short, say), or nothing after them. */
+static int link_skip(int dlt, const u_char *d, uint32_t caplen, uint16_t *et)
 {
-	uint32_t af;
+	struct rxp_decap dc;
+	uint32_t skip;
+	int r = rxp_decap_link(&dc, (uint32_t)dlt, d, caplen);
 
-	*et = 0;
-	switch (k) {
-	case L2_SLL:
-		if (caplen < SLL_HLEN)
-			return 0;
-		*et = (uint16_t)(d[14] << 8 | d[15]);
-		return SLL_HLEN;
-	case L2_SLL2:
-		if (caplen < SLL2_HLEN)
-			return 0;
-		*et = (uint16_t)(d[0] << 8 | d[1]);
-		return SLL2_HLEN;
-	case L2_NULL:
-	case L2_LOOP:
-		if (caplen < 4)
-			return 0;
-		af = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
-		/* DLT_NULL's family is in the writer's byte order: a value
-		 * over 16 bits was written little-endian (as Wireshark reads it) */
-		if (k == L2_NULL && af > 0xffff)
-			af = __builtin_bswap32(af);
-		if (af == 2)
-			*et = RXP_ETH_P_IP;
-		else if (af == 10 || af == 24 || af == 28 || af == 30) /* Linux, BSDs, macOS */
-			*et = RXP_ETH_P_IPV6;
-		return 4;
-	default:
-		return 0;
+	if (r == RXP_DECAP_OK) {
+		*et = dc.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
+		skip = dc.ip_off;
+	} else if (r == RXP_DECAP_NOT_IP) {
+		const struct rxp_layer *l = dc.nlayers ? &dc.layer[dc.nlayers - 1] : NULL;
+
+		*et = dc.ethertype;
+		skip = l ? l->off + l->len : 0;
+	} else {
+		return -1;
 	}
+	return skip < caplen ? (int)skip : -1;
 }
 
 /* Open a capture: the file with fopen, so that a missing or unreadable
  * file fails with its own errno (libpcap would report its text only), then
  * libpcap on the stream. "-" is standard input. The error logged names the
  * cause, not the path (the caller knows it). */
-static int open_offline(const char *path, pcap_t **out, enum l2kind *kind)
+static int open_offline(const char *path, pcap_t **out, enum l2kind *kind, int *dltp)
 {
 	char err[PCAP_ERRBUF_SIZE];
 	struct stat st;
@@ -104,35 +87,22 @@ static int open_offline(const char *path, pcap_t **out, enum l2kind *kind)
 		return -EINVAL;
 	}
 	dlt = pcap_datalink(p);
-	switch (dlt) {
-	case DLT_EN10MB:
+	if (dlt == DLT_EN10MB) {
 		*kind = L2_ETH;
-		break;
-	case DLT_RAW:
-	case DLT_IPV4:
-	case DLT_IPV6:
+	} else if (dlt == DLT_RAW || dlt == DLT_IPV4 || dlt == DLT_IPV6) {
 		*kind = L2_RAW;
-		break;
-	case DLT_LINUX_SLL:
-		*kind = L2_SLL;
-		break;
-	case DLT_LINUX_SLL2:
-		*kind = L2_SLL2;
-		break;
-	case DLT_NULL:
-		*kind = L2_NULL;
-		break;
-	case DLT_LOOP:
-		*kind = L2_LOOP;
-		break;
-	default:
+	} else if (dlt >= 0 && rxp_decap_linktype_known((uint32_t)dlt)) {
+		*kind = L2_LINK;
+	} else {
 		rxp_log(RXP_LOG_ERR,
 			"link type %d (%s) not supported: Ethernet, raw IP, Linux cooked (SLL, "
-			"SLL2) and BSD loopback (NULL, LOOP) are",
+			"SLL2), BSD loopback (NULL, LOOP), PPP, PPPoE, Cisco HDLC, NFLOG, 802.11 "
+			"and radiotap are",
 			dlt, pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
 		pcap_close(p);
 		return -EPROTONOSUPPORT;
 	}
+	*dltp = dlt;
 	*out = p;
 	return 0;
 }
@@ -157,6 +127,7 @@ struct pcapdev {
 	struct rxp_dev dev;
 	pcap_t *p;
 	enum l2kind kind;
+	int dlt;
 	bool eof, cut;
 	uint64_t rx_packets, rx_bytes, dropped, tx_packets;
 	uint64_t first_ns, last_ns;
@@ -173,7 +144,6 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 		struct pcap_pkthdr *h;
 		const u_char *data;
 		int rc = pcap_next_ex(pd->p, &h, &data);
-		bool hdr = pd->kind != L2_ETH && pd->kind != L2_RAW;
 		uint32_t skip = 0, len;
 		uint16_t et = 0;
 		struct rxp_pkt *pkt;
@@ -192,9 +162,16 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			pd->eof = true;
 			break;
 		}
-		if (hdr)
-			skip = cooked(pd->kind, data, h->caplen, &et);
-		if (h->caplen <= skip || (hdr && !skip)) {
+		if (pd->kind == L2_LINK) {
+			int r = link_skip(pd->dlt, data, h->caplen, &et);
+
+			if (r < 0) {
+				pd->dropped++;
+				rxp_pktpool_count_drop(d->pp, RXP_DROP_L2_MALFORMED, 1);
+				continue;
+			}
+			skip = (uint32_t)r;
+		} else if (!h->caplen) {
 			pd->dropped++;
 			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_SMALL, 1);
 			continue;
@@ -211,15 +188,15 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 		if (!pd->rx_packets)
 			pd->first_ns = pkt->tstamp_ns;
 		pd->last_ns = pkt->tstamp_ns;
-		if (hdr && et) {
+		if (et) {
 			/* the protocol is the link header's: classified once */
 			pkt->protocol = et;
 			pkt->network_off = (uint16_t)(pkt->data - pkt->head);
 			pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
 		} else {
 			rxp_dev_classify(pkt, pd->kind == L2_ETH);
-			if (hdr)
-				pkt->protocol = 0; /* a family that is not IP: not IP */
+			if (pd->kind == L2_LINK)
+				pkt->protocol = 0; /* it said nothing: not IP */
 		}
 		pd->rx_packets++;
 		pd->rx_bytes += len;
@@ -278,7 +255,7 @@ struct rxp_dev *rxp_pcap_open(const char *path, struct rxp_pktpool *pp)
 
 	if (!pd)
 		return NULL;
-	rc = open_offline(path, &pd->p, &pd->kind);
+	rc = open_offline(path, &pd->p, &pd->kind, &pd->dlt);
 	if (rc) {
 		free(pd);
 		errno = -rc;
@@ -306,6 +283,7 @@ struct src_pcap {
 	struct rxp_src src;
 	pcap_t *p;
 	enum l2kind kind;
+	int dlt;
 };
 
 static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
@@ -323,15 +301,15 @@ static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t
 		if (sp->kind != L2_ETH) {
 			/* Give raw IP an Ethernet header: the NIC sees frames. */
 			uint16_t et = 0;
-			uint32_t skip = sp->kind == L2_RAW ? 0 : cooked(sp->kind, data, n, &et);
+			int skip = sp->kind == L2_RAW ? 0 : link_skip(sp->dlt, data, n, &et);
 
-			if (n <= skip || (sp->kind != L2_RAW && !skip))
-				continue;
+			if (skip < 0)
+				continue; /* (the device counts these) */
 			data += skip;
-			n -= skip;
-			/* (a loopback family that is not IP keeps type 0, not IP,
-			 * as the device gives it) */
-			if (sp->kind == L2_RAW)
+			n -= (uint32_t)skip;
+			/* (a frame that is not IP keeps its EtherType, or 0 when
+			 * its link says none, as the device gives it) */
+			if (sp->kind == L2_RAW && n)
 				et = (data[0] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP;
 			memset(buf, 0, 12);
 			buf[0] = 0x02;
@@ -361,7 +339,7 @@ struct rxp_src *rxp_src_pcap(const char *path)
 
 	if (!sp)
 		return NULL;
-	rc = open_offline(path, &sp->p, &sp->kind);
+	rc = open_offline(path, &sp->p, &sp->kind, &sp->dlt);
 	if (rc) {
 		free(sp);
 		errno = -rc;

@@ -117,6 +117,7 @@ int dc_ethertype(struct rxp_decap *d, const struct dview *v, uint32_t off, uint1
 	int r;
 
 	for (;;) {
+		d->ethertype = type;
 		switch (type) {
 		case RXP_ETH_P_IP:
 			return dc_at_ip(d, v, off, 4);
@@ -214,7 +215,8 @@ static int chdlc(struct rxp_decap *d, const struct dview *v)
 	r = dc_push(d, v, RXP_LAYER_CHDLC, 0, 4, 0, 0);
 	if (r)
 		return r;
-	switch (rd16(v->b + 2)) {
+	d->ethertype = rd16(v->b + 2); /* Cisco HDLC's protocol is one */
+	switch (d->ethertype) {
 	case RXP_ETH_P_IP:
 		return dc_at_ip(d, v, 4, 4);
 	case RXP_ETH_P_IPV6:

@@ -291,6 +291,26 @@ n=$(tshark -r w.pcap -T fields -e frame.time_epoch 2>/dev/null | sort -c -g 2>&1
 c=$(capinfos -c -M w.pcap | awk '/Number of packets/ {print $NF}')
 [ "$n" -eq 0 ] && [ "$c" -eq 200 ] && ok "run --write: 200 datagrams in time order from 4 workers" ||
 	bad "run --write: $c datagrams, order: $n complaints"
+# the same capture under tcpdump -i any's SLL2: its ARP still counted as
+# ARP; capture --read writes raw IP, so the ARP is counted as not IP and
+# not written (it would read back as a broken IP packet)
+$PY "$SRC/tests/tools/relink_pcap.py" mix.pcap mix2.pcap sll2 || bad "relink mix.pcap"
+"$RXPATH" run --pcap mix2.pcap -w 1 -q --json >p2.json 2>err || { bad "run --pcap mix2: rc $?"; cat err; }
+$PY - p.json p2.json <<'PY' && ok "SLL2: the same counts as Ethernet, ARP included" || bad "SLL2 counts differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["not_for_us"] == b["not_for_us"] and a["datagrams"] == b["datagrams"], (a["not_for_us"], b["not_for_us"])
+PY
+"$RXPATH" capture --read mix2.pcap --write raw2.pcap --json >c2.json 2>err
+rc=$?
+validate capture.schema.json c2.json "capture --json (raw IP out)"
+read -r fr wr ni < <($PY -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["frames"], j["written"], j["not_ip"])' c2.json)
+c=$(capinfos -c -M raw2.pcap | awk '/Number of packets/ {print $NF}')
+bogus=$(tshark -r raw2.pcap -Y '_ws.malformed || !ip && !ipv6' 2>/dev/null | wc -l)
+[ $rc -eq 0 ] && [ "$ni" = 1 ] && [ "$wr" = $((fr - 1)) ] && [ "$c" = "$wr" ] && [ "$bogus" = 0 ] &&
+	grep -q "1 frames not written: not IP" err &&
+	ok "capture --read SLL2: $wr of $fr frames written as raw IP, the ARP counted as not_ip" ||
+	{ bad "capture --read SLL2: rc $rc, frames $fr written $wr not_ip $ni file $c bogus $bogus"; cat err; }
 # defrag --json: its summary on stdout (stderr when OUT is -), every key in
 # docs/defrag.schema.json, with one policy and with all of them
 "$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }

@@ -3,7 +3,8 @@
  * pcap device and the sim NIC's replay source). The input describes a file:
  * classic pcap (either byte order, micro- or nanosecond) or pcapng with
  * several sections and interfaces of several link types (Ethernet, raw IP,
- * IPv4, IPv6, Linux cooked, and ones rxpath does not read), snapshot
+ * IPv6, Linux cooked SLL and SLL2, BSD loopback, 802.11, and one rxpath
+ * does not read), snapshot
  * lengths and timestamp resolutions, and its blocks: enhanced, simple and
  * obsolete packet blocks for any interface (some that do not exist),
  * statistics, name-resolution, custom and unknown blocks, a block whose
@@ -14,17 +15,19 @@
  * must be those records, in order, as far as libpcap reads (it may stop at
  * a block it refuses, may cut a record to the snapshot length, and turns
  * a cooked SocketCAN record's CAN ID to this machine's byte order): each
- * packet a prefix of its record (without a cooked header), with the
- * record's timestamp in nanoseconds and, for a cooked record, its
- * protocol; the replay source gives the same records as frames (an
- * Ethernet header in front of raw and cooked ones), but for those too big
- * for a jumbo frame. A file of a link type rxpath does not read opens in
+ * packet a prefix of its record (without its link headers), with the
+ * record's timestamp in nanoseconds and, for a link whose headers are
+ * taken off, the protocol they say; records whose link headers do not
+ * parse are left out; the replay source gives the same records as frames
+ * (an Ethernet header in front of the others), but for those too big for
+ * a jumbo frame. A file of a link type rxpath does not read opens in
  * neither. Nothing may leak.
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "rxpath/decap.h"
 #include "rxpath/dev.h"
 #include "rxpath/sim.h"
 #include "rxpath/wire.h"
@@ -34,35 +37,34 @@
 #define FILEMAX (1u << 20)
 
 /* Link types: what the file says, and how rxpath reads it (0 Ethernet,
- * 1 raw IP, 2 cooked SLL, 3 cooked SLL2, 4 BSD loopback NULL, -1 not at
- * all). */
+ * 1 raw IP, 2 a link whose headers the device takes off, -1 not at all). */
 static const struct {
 	uint16_t lt;
 	int kind;
-} links[8] = {{1, 0}, {101, 1}, {228, 1}, {229, 1}, {113, 2}, {0, 4}, {105, -1}, {276, 3}};
+} links[8] = {{1, 0}, {101, 1}, {147, -1}, {229, 1}, {113, 2}, {0, 2}, {105, 2}, {276, 2}};
 
-/* The model of the pcap device's link headers: bytes before the packet
- * (a record no longer than that is dropped), and the EtherType the
- * device gives it (0: none it knows). */
-static uint32_t link_skip(int kind)
+/* The model of the pcap device for a kind 2 link type lt: for a record's
+ * first n bytes, whether it is delivered, the bytes before its packet
+ * (*skip) and the EtherType the device gives it (*et). The link parsers
+ * are fuzz_decap's to check; this checks what the device makes of what
+ * they say: the IP packet, or what follows the link headers of a frame
+ * that is not IP, and something after them. */
+static bool link_model(uint32_t lt, const uint8_t *r, uint32_t n, uint32_t *skip, uint16_t *et)
 {
-	return kind == 2 ? 16 : kind == 3 ? 20 : kind == 4 ? 4 : 0;
-}
+	struct rxp_decap dc;
+	int rc = rxp_decap_link(&dc, lt, r, n);
 
-static uint16_t link_et(int kind, const uint8_t *r)
-{
-	uint32_t af;
-
-	if (kind == 2)
-		return (uint16_t)(r[14] << 8 | r[15]);
-	if (kind == 3)
-		return (uint16_t)(r[0] << 8 | r[1]);
-	af = (uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 | (uint32_t)r[2] << 8 | r[3];
-	if (af > 0xffff) /* the writer's byte order: little-endian */
-		af = __builtin_bswap32(af);
-	return af == 2					      ? RXP_ETH_P_IP
-	       : af == 10 || af == 24 || af == 28 || af == 30 ? RXP_ETH_P_IPV6
-							      : 0;
+	if (rc == RXP_DECAP_OK) {
+		*skip = dc.ip_off;
+		*et = dc.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
+	} else if (rc == RXP_DECAP_NOT_IP) {
+		*skip = dc.nlayers ? dc.layer[dc.nlayers - 1].off + dc.layer[dc.nlayers - 1].len
+				   : 0;
+		*et = dc.ethertype;
+	} else {
+		return false;
+	}
+	return *skip < n;
 }
 static const uint32_t snaps[8] = {65535, 262144, 128, 9000, 64, 0, 1500, 65535};
 
@@ -70,6 +72,11 @@ struct rec {
 	uint32_t off, caplen; /* bytes in file[] */
 	uint64_t ts_ns; /* UINT64_MAX: not checked */
 	bool swapped; /* in a section of the other byte order than this machine's */
+	/* the model's (link_model): delivered, bytes skipped, EtherType; and
+	 * whether the device may leave it out */
+	bool ok, may_drop;
+	uint32_t skip;
+	uint16_t et;
 };
 
 static uint8_t file[FILEMAX];
@@ -111,19 +118,35 @@ static void pad4(void)
 
 /* Record bytes: the input's first ones, then a pattern; with an Ethernet
  * or IP looking start so that classification has work to do. */
-static void put_data(struct fz_in *in, uint32_t caplen, int kind, uint64_t ts_ns)
+static void put_data(struct fz_in *in, uint32_t caplen, int kind, uint32_t lt, uint64_t ts_ns)
 {
 	uint32_t at = flen;
+	uint8_t *r = file + at;
 
 	if (flen + caplen > FILEMAX)
 		caplen = FILEMAX - flen;
-	fz_bytes(in, file + flen, caplen, flen);
+	fz_bytes(in, r, caplen, flen);
 	if (kind == 1 && caplen)
-		file[at] = (uint8_t)((file[at] & 0x0f) | ((file[at] & 1) ? 0x60 : 0x40));
+		r[0] = (uint8_t)((r[0] & 0x0f) | ((r[0] & 1) ? 0x60 : 0x40));
+	/* most cooked and loopback records say IP, with an IP version after */
+	if (kind == 2 && lt == 113 && caplen > 16 && (r[2] & 3)) {
+		r[14] = (r[2] & 1) ? 0x86 : 0x08;
+		r[15] = (r[2] & 1) ? 0xdd : 0x00;
+		r[16] = (uint8_t)((r[16] & 0x0f) | ((r[2] & 1) ? 0x60 : 0x40));
+	} else if (kind == 2 && lt == 276 && caplen > 20 && (r[8] & 3)) {
+		r[0] = (r[8] & 1) ? 0x86 : 0x08;
+		r[1] = (r[8] & 1) ? 0xdd : 0x00;
+		r[20] = (uint8_t)((r[20] & 0x0f) | ((r[8] & 1) ? 0x60 : 0x40));
+	} else if (kind == 2 && lt == 0 && caplen > 4 && (r[1] & 3)) {
+		r[0] = (r[1] & 1) ? 10 : 2;
+		r[1] = r[2] = r[3] = 0;
+		r[4] = (uint8_t)((r[4] & 0x0f) | (r[0] == 10 ? 0x60 : 0x40));
+	}
 	flen += caplen;
 	if (nrec < MAXREC)
-		recs[nrec++] = (struct rec){at, caplen, ts_ns,
-					    be != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)};
+		recs[nrec++] = (struct rec){
+			at,    caplen, ts_ns, be != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__),
+			false, false,  0,     0};
 }
 
 /* A pcapng block: type, body, lengths (bad: the trailing length is off). */
@@ -164,13 +187,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t b0 = fz_u8(&in), b1 = fz_u8(&in);
 	bool ng = b0 & 1, ns = b0 & 4;
 	int kind = links[(b0 >> 3) & 7].kind, nidb = 0;
+	uint32_t lt0 = links[(b0 >> 3) & 7].lt, lt, min_snap = UINT32_MAX;
 	uint32_t tsmul[16];
 	int fd = memfd_create("fuzz.cap", 0);
 	char path[64];
 	struct rxp_dev *d;
 	struct rxp_src *src;
 	unsigned k = 0;
-	uint32_t skip;
 	int first_lt = -1; /* pcapng: the first interface's link type */
 
 	FZ_CHECK(fd >= 0);
@@ -184,6 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		put32(0);
 		put32(0);
 		put32(snaps[b1 & 7] ? snaps[b1 & 7] : 65535);
+		min_snap = snaps[b1 & 7] ? snaps[b1 & 7] : 65535;
 		put32(links[(b0 >> 3) & 7].lt);
 	} else {
 		uint32_t at = blk_start(0x0a0d0d0a);
@@ -210,7 +234,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			put32(frac);
 			put32(caplen);
 			put32(orig);
-			put_data(&in, caplen, kind,
+			put_data(&in, caplen, kind, lt0,
 				 (uint64_t)sec * 1000000000ull + (uint64_t)frac * (ns ? 1 : 1000));
 			continue;
 		}
@@ -223,6 +247,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			put16(links[(op >> 3) & 7].lt);
 			put16(0);
 			put32(snaps[b & 7]);
+			if (snaps[b & 7] && snaps[b & 7] < min_snap)
+				min_snap = snaps[b & 7];
 			if (b & 0x80) {
 				uint8_t r = (uint8_t)res;
 
@@ -252,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			put32((uint32_t)ts);
 			put32(caplen);
 			put32(orig);
-			put_data(&in, caplen, kind,
+			put_data(&in, caplen, kind, lt0,
 				 (int)ifc < nidb ? units * tsmul[ifc] : UINT64_MAX);
 			blk_end(at, op & 0x40);
 			break;
@@ -260,7 +286,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 4: /* a simple packet block (interface 0) */
 			at = blk_start(3);
 			put32(caplen);
-			put_data(&in, caplen, kind, UINT64_MAX);
+			put_data(&in, caplen, kind, lt0, UINT64_MAX);
 			blk_end(at, false);
 			break;
 		case 5: { /* the obsolete packet block */
@@ -273,7 +299,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			put32((uint32_t)ts);
 			put32(caplen);
 			put32(caplen);
-			put_data(&in, caplen, kind, UINT64_MAX);
+			put_data(&in, caplen, kind, lt0, UINT64_MAX);
 			blk_end(at, false);
 			break;
 		}
@@ -306,24 +332,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* How rxpath reads the file: by its link type (pcapng: the first
 	 * interface's; libpcap refuses any other). */
-	if (ng)
+	lt = lt0;
+	if (ng) {
 		kind = first_lt < 0 ? -1 : links[first_lt].kind;
-	skip = link_skip(kind);
+		lt = first_lt < 0 ? 0 : links[first_lt].lt;
+	}
 	/* libpcap gives a cooked SocketCAN record (protocol CAN or CAN FD)
 	 * of a file in the other byte order with its CAN ID in this
 	 * machine's (pcap_post_process, swap_linux_sll_socketcan_header):
 	 * what it reads is those 4 bytes reversed, from here on what the
-	 * records are compared with. */
-	for (uint32_t i = 0; (kind == 2 || kind == 3) && i < nrec; i++) {
-		uint8_t *r = file + recs[i].off, *id = r + skip, t;
-		uint16_t proto = recs[i].caplen >= skip ? link_et(kind, r) : 0;
+	 * records are compared with. (SLL2 the same, its header 20 bytes.) */
+	for (uint32_t i = 0; (lt == 113 || lt == 276) && i < nrec; i++) {
+		uint32_t hl = lt == 113 ? 16 : 20;
+		uint8_t *r = file + recs[i].off, *id = r + hl, t;
+		uint16_t proto = recs[i].caplen < hl ? 0
+				 : lt == 113	     ? (uint16_t)(r[14] << 8 | r[15])
+						     : (uint16_t)(r[0] << 8 | r[1]);
 
-		/* (SLL2 the same, its header 20 bytes: libpcap's swap of it) */
-		if (!recs[i].swapped || recs[i].caplen < skip + 4 ||
+		if (!recs[i].swapped || recs[i].caplen < hl + 4 ||
 		    (proto != 0x000c && proto != 0x000d))
 			continue;
 		t = id[0], id[0] = id[3], id[3] = t;
 		t = id[1], id[1] = id[2], id[2] = t;
+	}
+	/* What the device makes of each record as written: delivered or
+	 * not, bytes skipped, EtherType. A record it leaves out is one it
+	 * drops, or one libpcap may have cut to the snapshot length (which
+	 * may cut its link headers). */
+	for (uint32_t i = 0; i < nrec; i++) {
+		struct rec *r = &recs[i];
+
+		r->skip = 0;
+		r->et = 0;
+		r->ok = kind == 2 ? link_model(lt, file + r->off, r->caplen, &r->skip, &r->et)
+				  : r->caplen > 0;
+		r->may_drop = !r->ok || r->caplen > min_snap;
 	}
 
 	/* the device: records in order, each a prefix of what was written */
@@ -339,20 +382,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(rxp_dev_is_raw_ip(d) == (kind > 0));
 		for (int i = 0; i < n; i++) {
 			struct rxp_pkt *p = pk[i];
-			const uint8_t *r;
+			const struct rec *r;
 
 			FZ_CHECK(p->len <= sizeof(pbuf) && !rxp_pkt_copy_bits(p, 0, pbuf, p->len));
-			/* cooked records shorter than their header are dropped */
-			while (k < nrec && recs[k].caplen <= skip)
-				k++;
-			FZ_CHECK(k < nrec);
-			r = file + recs[k].off;
-			FZ_CHECK(p->len > 0 && p->len + skip <= recs[k].caplen);
-			FZ_CHECK(!memcmp(pbuf, r + skip, p->len));
-			if (recs[k].ts_ns != UINT64_MAX)
-				FZ_CHECK(p->tstamp_ns == recs[k].ts_ns);
-			if (skip)
-				FZ_CHECK(p->protocol == link_et(kind, r));
+			for (;; k++) {
+				FZ_CHECK(k < nrec);
+				r = &recs[k];
+				if (r->ok && p->len > 0 && p->len + r->skip <= r->caplen &&
+				    !memcmp(pbuf, file + r->off + r->skip, p->len))
+					break;
+				FZ_CHECK(r->may_drop); /* a record it may leave out */
+			}
+			if (r->ts_ns != UINT64_MAX)
+				FZ_CHECK(p->tstamp_ns == r->ts_ns);
+			if (kind == 2)
+				FZ_CHECK(p->protocol == r->et);
 			k++;
 			rxp_pkt_consume(p);
 		}
@@ -361,27 +405,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(!d == !src);
 	if (d)
 		FZ_CHECK(rxp_dev_close(d) == 0);
-	/* the replay source: frames of the same records, but for empty ones
-	 * and those a jumbo frame cannot hold */
+	/* the replay source: frames of the same records, but for those a
+	 * jumbo frame cannot hold */
 	k = 0;
 	for (uint32_t len; src && src->next(src, frame, sizeof(frame), &len) == 0; k++) {
 		uint32_t off = kind > 0 ? RXP_ETH_HLEN : 0;
+		const struct rec *r;
 
-		for (; k < nrec; k++) {
-			const struct rec *r = &recs[k];
-
-			if (len > off && len - off + skip <= r->caplen &&
-			    !memcmp(frame + off, file + r->off + skip, len - off))
+		for (;; k++) {
+			FZ_CHECK(k < nrec);
+			r = &recs[k];
+			if (r->ok && len > off && len - off + r->skip <= r->caplen &&
+			    !memcmp(frame + off, file + r->off + r->skip, len - off))
 				break;
-			/* a record it may have left out */
-			FZ_CHECK(r->caplen <= skip || r->caplen - skip + off > sizeof(frame));
+			FZ_CHECK(r->may_drop || r->caplen - r->skip + off > sizeof(frame));
 		}
-		FZ_CHECK(k < nrec);
 		if (kind > 0) {
 			uint16_t et = (uint16_t)(frame[12] << 8 | frame[13]);
 
-			if (kind >= 2)
-				FZ_CHECK(et == link_et(kind, file + recs[k].off));
+			if (kind == 2)
+				FZ_CHECK(et == r->et);
 			else
 				FZ_CHECK(et ==
 					 ((frame[off] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP));

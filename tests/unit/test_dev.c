@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -653,6 +654,100 @@ static void test_pcap_raw_and_pcapng(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* A capture of link type dlt (libpcap's writer) holding n records. */
+static void write_link_pcap(const char *path, int dlt, const uint8_t *const *rec,
+			    const uint32_t *len, unsigned n)
+{
+	pcap_t *dead = pcap_open_dead(dlt, 65535);
+	pcap_dumper_t *dp;
+
+	assert_non_null(dead);
+	dp = pcap_dump_open(dead, path);
+	assert_non_null(dp);
+	for (unsigned i = 0; i < n; i++) {
+		struct pcap_pkthdr h = {.ts = {.tv_sec = 1, .tv_usec = (suseconds_t)i},
+					.caplen = len[i],
+					.len = len[i]};
+
+		pcap_dump((u_char *)dp, &h, rec[i]);
+	}
+	pcap_dump_close(dp);
+	pcap_close(dead);
+}
+
+/* Link headers the device takes off (rxp_decap_link's): a Linux cooked
+ * capture's IP under a VLAN tag, its ARP (not IP, its EtherType kept), a
+ * record cut inside its header and one whose IP version is wrong (both
+ * l2_bad_header); a PPP capture. A capture wrapper over it writes raw IP:
+ * the ARP is counted as not IP, not written. */
+static void test_pcap_link_headers(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	char path[] = "/tmp/rxp_test_sll_XXXXXX", out[] = "/tmp/rxp_test_sllw_XXXXXX";
+	uint8_t ip[40] = {0x45, 0, 0, 40, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2};
+	uint8_t vlan_ip[16 + 4 + 40] = {0, 0, 0, 1, 0,	  6,	2, 0, 0,    0,
+					0, 1, 0, 0, 0x81, 0x00, 0, 7, 0x08, 0x00};
+	uint8_t arp[16 + 28] = {0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x08, 0x06, 0, 1};
+	uint8_t badver[16 + 40] = {0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x08, 0x00, 0x55};
+	uint8_t ppp[4 + 40] = {0xff, 0x03, 0x00, 0x21};
+	const uint8_t *recs[4] = {vlan_ip, arp, arp, badver};
+	uint32_t lens[4] = {sizeof(vlan_ip), sizeof(arp), 10, sizeof(badver)};
+	struct rxp_pktpool_stats ps;
+	struct rxp_dev_stats st;
+	struct rxp_pkt *pk[8];
+	struct rxp_dev *d;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	fd = mkstemp(out);
+	assert_true(fd >= 0);
+	close(fd);
+	memcpy(vlan_ip + 20, ip, 40);
+	memcpy(ppp + 4, ip, 40);
+	write_link_pcap(path, 113, recs, lens, 4);
+	d = rxp_capture_wrap(rxp_pcap_open(path, pp), out, RXP_CAPTURE_RX);
+	assert_non_null(d);
+	assert_true(rxp_dev_is_raw_ip(d->inner));
+	assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 8), 2);
+	assert_int_equal(pk[0]->protocol, RXP_ETH_P_IP);
+	assert_int_equal(pk[0]->len, 40);
+	assert_memory_equal(pk[0]->data, ip, 40);
+	assert_int_equal(pk[0]->network_off, pk[0]->data - pk[0]->head);
+	assert_int_equal(pk[1]->protocol, 0x0806);
+	assert_int_equal(pk[1]->len, 28);
+	rxp_pkt_consume(pk[0]);
+	rxp_pkt_consume(pk[1]);
+	assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 8), -ENODATA);
+	rxp_dev_get_stats(d, &st);
+	rxp_pktpool_get_stats(pp, &ps);
+	assert_int_equal(st.rx_packets, 2);
+	assert_int_equal(st.rx_dropped, 2);
+	assert_int_equal(ps.drops[RXP_DROP_L2_MALFORMED], 2);
+	assert_int_equal(st.captured, 1);
+	assert_int_equal(st.capture_not_ip, 1);
+	assert_int_equal(rxp_dev_close(d), 0);
+
+	recs[0] = ppp;
+	lens[0] = sizeof(ppp);
+	write_link_pcap(path, 9, recs, lens, 1);
+	d = rxp_pcap_open(path, pp);
+	assert_non_null(d);
+	assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 8), 1);
+	assert_int_equal(pk[0]->protocol, RXP_ETH_P_IP);
+	assert_memory_equal(pk[0]->data, ip, 40);
+	rxp_pkt_consume(pk[0]);
+	assert_int_equal(rxp_dev_close(d), 0);
+	/* a link type nothing here knows is refused at open */
+	write_link_pcap(path, 147, recs, lens, 1);
+	errno = 0;
+	assert_null(rxp_pcap_open(path, pp));
+	assert_int_equal(errno, EPROTONOSUPPORT);
+	unlink(path);
+	unlink(out);
+	rxpt_pktpool_teardown(pp);
+}
+
 static void test_dev_open_spec(void **state)
 {
 	struct rxp_pktpool *pp = mkpool();
@@ -728,6 +823,7 @@ int main(void)
 		cmocka_unit_test(test_gen_all_lost_bounded),
 		cmocka_unit_test(test_capture_and_pcap),
 		cmocka_unit_test(test_pcap_raw_and_pcapng),
+		cmocka_unit_test(test_pcap_link_headers),
 		cmocka_unit_test(test_pcap_time_after_2038),
 		cmocka_unit_test(test_dev_open_spec),
 	};
