@@ -8,7 +8,7 @@ PKGS=(
 	libpcap-dev libxdp-dev libbpf-dev libsodium-dev libbsd-dev libcmocka-dev
 	libwiretap-dev libwsutil-dev libglib2.0-dev
 	libdpdk-dev libmimalloc-dev libjemalloc-dev
-	python3 python3-scapy python3-jsonschema tshark tcpdump zstd gzip tcpreplay iperf3 iproute2 ethtool gnuplot-nox
+	python3 python3-scapy python3-jsonschema tshark tcpdump zstd gzip tcpreplay iperf3 iproute2 ethtool nftables gnuplot-nox
 	valgrind
 )
 

@@ -3,16 +3,20 @@
 # The kernel in namespace rxp21a sends UDP datagrams (IPv4 and IPv6, some
 # fragmented, one of 65,500 bytes) over a veth to rxp21b and over its own
 # loopback; real tools capture them: tcpdump -i any (LINUX_SLL2), tcpdump -y
-# LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng).
+# LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng),
+# and tcpdump on nflog:21, which an nftables log rule in rxp21b feeds
+# (NFLOG).
 # tests/tools/defrag_links.py then wraps the veth capture's packets in every
 # other link layer and tunnel (scapy), writes captures where the same
 # fragments travel through two tunnels (or VLANs) that differ only in key,
 # VNI, TEID, session or endpoint,
-# and a pcapng whose interfaces have different link types.
+# and a pcapng whose interfaces have different link types. rxpath run
+# --pcap, a host's receive path, then reads every capture whose link it
+# takes off (not the tunnels: a host opens none).
 # For each capture: what tshark reassembles from it (UDP length and payload
 # bytes of each datagram) must be exactly what rxpath writes, with no
 # fragment left and no bad checksum it made; per tunnel for the others.
-# Needs root, ip, tcpdump, dumpcap, tshark, ethtool and scapy in
+# Needs root, ip, tcpdump, dumpcap, tshark, ethtool, nft and scapy in
 # /usr/bin/python3: exits 77 without them.
 set -u -o pipefail
 RXPATH=${RXPATH:-$(dirname "$0")/../../build/release/rxpath}
@@ -20,7 +24,7 @@ SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 PY=/usr/bin/python3
 LINKS="$SRC/tests/tools/defrag_links.py"
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root (network namespaces)"; exit 77; fi
-for t in ip tcpdump dumpcap tshark ethtool flock; do
+for t in ip tcpdump dumpcap tshark ethtool flock nft; do
 	command -v $t >/dev/null || { echo "SKIP: $t missing (scripts/deps.sh)"; exit 77; }
 done
 if ! $PY -c 'import scapy' 2>/dev/null; then echo "SKIP: scapy missing in $PY"; exit 77; fi
@@ -68,12 +72,20 @@ capture $B sll2 $TD -i any -w "$T/sll2.pcap"
 capture $B sll $TD -i any -y LINUX_SLL -w "$T/sll.pcap"
 capture $B dumpcap dumpcap -q -B 16 -i rxp21b0 -w "$T/dumpcap.pcapng"
 capture $A lo $TD -i lo -w "$T/lo.pcap"
+# NFLOG: every IP packet B receives, logged before the kernel reassembles
+# it (priority -450 runs before conntrack's defrag at -400)
+ip netns exec $B nft -f - <<'NFT' || { echo "FAIL: nft log rule"; exit 1; }
+table inet rxp21 {
+	chain pre { type filter hook prerouting priority -450; log group 21; }
+}
+NFT
+capture $B nflog $TD -i nflog:21 -w "$T/nflog.pcap"
 for _ in $(seq 100); do
 	n=$(grep -lE "listening on|Capturing on" "$T"/*.log 2>/dev/null | wc -l)
-	[ "$n" -ge 5 ] && break
+	[ "$n" -ge 6 ] && break
 	sleep 0.1
 done
-[ "$n" -ge 5 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
+[ "$n" -ge 6 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
 # A tool's "listening on" or "Capturing on" line does not prove that its
 # socket is open and its ring set up: CI once saw dumpcap miss a datagram
 # the other captures had. Wait for the packet sockets themselves: four in
@@ -124,6 +136,8 @@ run tcpdump_any_sll2 "$T/sll2.pcap" 10
 run tcpdump_sll "$T/sll.pcap" 10
 run dumpcap_pcapng "$T/dumpcap.pcapng" 10
 run tcpdump_lo "$T/lo.pcap" 6
+[ "$(linktype "$T/nflog.pcap")" = 239 ] || { echo "FAIL: tcpdump -i nflog did not write NFLOG"; fail=1; }
+run tcpdump_nflog "$T/nflog.pcap" 10
 mkdir "$T/w"
 kinds=$($PY "$LINKS" wrap "$T/eth.pcap" "$T/w" 2>/dev/null) || { echo "FAIL: wrap"; exit 1; }
 for k in $kinds; do
@@ -144,6 +158,34 @@ for k in $ckinds; do
 	else
 		echo "FAIL: $k: $res"; fail=1
 	fi
+done
+# rxpath run --pcap: the same datagrams from each capture whose link
+# headers the pcap device takes off, every record read (none dropped as a
+# bad header), nothing dropped. Tunnels are left out (a host opens none),
+# and MPLS and PPPoE over Ethernet (it gives those to no IP stack: counted
+# as not IP).
+runpcap() { # kind, capture, datagrams sent in it
+	local k=$1 in=$2 recs res
+	recs=$(capinfos -c -M "$in" 2>/dev/null | awk '/Number of packets/ {print $NF}')
+	if ! "$RXPATH" run -q -w 1 --pcap "$in" --json >"$T/run_$k.json" 2>"$T/rerr_$k"; then
+		echo "FAIL: run --pcap $k: exit $?"; cat "$T/rerr_$k"; fail=1; return
+	fi
+	res=$($PY -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(d["frames"], d["datagrams"], sum(d["drops"].values()))' "$T/run_$k.json")
+	if [ "$res" = "$recs $3 0" ]; then
+		echo "ok: run --pcap $k: $3 datagrams, $recs frames, no drop"
+	else
+		echo "FAIL: run --pcap $k: frames, datagrams, drops $res; want $recs $3 0"; fail=1
+	fi
+}
+for k in tcpdump_eth:eth.pcap tcpdump_any_sll2:sll2.pcap tcpdump_sll:sll.pcap \
+	dumpcap_pcapng:dumpcap.pcapng tcpdump_lo:lo.pcap tcpdump_nflog:nflog.pcap; do
+	case $k in tcpdump_lo:*) n=6 ;; *) n=10 ;; esac
+	runpcap "${k%%:*}" "$T/${k#*:}" $n
+done
+for k in vlan qinq ppp ppp_hdlc chdlc null loop raw ipv4 ipv6 nflog wlan radiotap; do
+	case $k in ipv4 | ipv6) n=5 ;; *) n=10 ;; esac
+	runpcap "wrap_$k" "$T/w/$k.pcap" $n
 done
 # A pcapng whose six interfaces have six link types: each frame is read with
 # its own. (libpcap refuses such files; until the reader that reads them is
