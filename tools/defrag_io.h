@@ -73,8 +73,9 @@ const char *dio_in_format(const struct dio_in *in);
 const char *dio_in_compression(const struct dio_in *in);
 void dio_close_in(struct dio_in *in);
 
-/* Refuse OUT when it names the same file as IN (by device and inode,
- * through links): 0, or -1 with a line in err. */
+/* Refuse OUT when it is a directory, or names the same file as IN
+ * (rxp_same_path: by device and inode through links, or by resolved place
+ * when one does not exist yet): 0, or -1 with a line in err. */
 int dio_check_paths(const char *in, const char *out, char *err, size_t errlen);
 
 /* Open OUT ("-": stdout) for records of in: pcapng when pcapng is set, IN

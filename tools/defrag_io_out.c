@@ -28,6 +28,7 @@
 #include "defrag_frame.h"
 #include "rxpath/pkt.h"
 #include "defrag_io_internal.h"
+#include "opt.h"
 
 /* The writer thread of a pcap OUT: it writes the buffers the main thread
  * has filled, in turn, while that thread fills the next, so the kernel's
@@ -128,17 +129,16 @@ static void on_fatal_signal(int sig)
 
 int dio_check_paths(const char *in, const char *out, char *err, size_t errlen)
 {
-	struct stat si, so;
+	struct stat so;
 
 	if (!strcmp(out, "-"))
 		return 0;
-	if (stat(out, &so)) /* does not exist yet (or cannot be seen): nothing to clobber */
-		return 0;
-	if (S_ISDIR(so.st_mode)) {
+	if (!stat(out, &so) && S_ISDIR(so.st_mode)) {
 		snprintf(err, errlen, "%s is a directory", out);
 		return -1;
 	}
-	if (strcmp(in, "-") && !stat(in, &si) && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+	/* as the other commands judge it (a link, another name for it) */
+	if (rxp_same_path(in, out)) {
 		snprintf(err, errlen,
 			 "%s and %s are the same file: refusing to overwrite the input", in, out);
 		return -1;
