@@ -115,7 +115,7 @@ static inline unsigned rxp_ip_hlen(const struct rxp_iphdr *ip)
 static inline uint32_t rxp_csum_partial(const void *buf, size_t len, uint32_t sum)
 {
 	const uint8_t *p = (const uint8_t *)buf;
-	unsigned __int128 a = sum, b = 0;
+	__extension__ unsigned __int128 a = sum, b = 0; /* (-Wpedantic: a GCC and clang type) */
 	uint64_t s, hi;
 
 	for (; len >= 16; p += 16, len -= 16) {

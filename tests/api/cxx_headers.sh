@@ -1,6 +1,7 @@
 #!/bin/bash
 # Every public header is usable from C++: g++ -fsyntax-only accepts each one
-# on its own (C++11 and C++17, -Wall -Wextra -Werror), and a C++ program that
+# on its own (C++11 and C++17, -Wall -Wextra -Wpedantic -Werror; and C11
+# with the same), and a C++ program that
 # includes them all links against librxpath.so and calls into it (which
 # fails if a header leaves out extern "C": the names would be mangled).
 set -u
@@ -16,13 +17,21 @@ for h in "$SRC"/include/rxpath/*.h; do
 	name=rxpath/$(basename "$h")
 	for std in c++11 c++17; do
 		if ! echo "#include \"$name\"" |
-			"$CXX" -std=$std -fsyntax-only -Wall -Wextra -Werror -I"$SRC/include" -x c++ - \
-				>"$T/err" 2>&1; then
+			"$CXX" -std=$std -fsyntax-only -Wall -Wextra -Wpedantic -Werror -I"$SRC/include" \
+				-x c++ - >"$T/err" 2>&1; then
 			echo "FAIL: $name under $CXX -std=$std:"
 			head -5 "$T/err"
 			fail=1
 		fi
 	done
+	# and from strict C (an integrator's -Wpedantic)
+	if ! echo "#include \"$name\"" |
+		${CC:-cc} -std=c11 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -I"$SRC/include" \
+			-x c - >"$T/err" 2>&1; then
+		echo "FAIL: $name under ${CC:-cc} -std=c11 -Wpedantic:"
+		head -5 "$T/err"
+		fail=1
+	fi
 	echo "#include \"$name\"" >>"$T/all.cpp"
 	n=$((n + 1))
 done
