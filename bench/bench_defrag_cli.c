@@ -333,7 +333,8 @@ int main(int argc, char **argv)
 		return gen(argv[2], 100000) ? 1 : 0;
 	bench_parse(argc, argv, &o, "defrag-cli",
 		    "rxpath defrag vs tshark with reassembly vs cp on one generated capture\n"
-		    "(100k datagrams x 4 fragments, 564 MB; --quick: 20k, 113 MB)\n"
+		    "(100k datagrams x 4 fragments, 564 MB; --quick: 20k, 113 MB)\n\n"
+		    "Its own options:\n"
 		    "  --gen FILE             only write that capture to FILE (the only argument)\n"
 		    "  --floor-writev IN OUT  only the writev floor of IN into OUT (the bench\n"
 		    "                         runs it itself; the only arguments)");

@@ -218,7 +218,8 @@ int main(int argc, char **argv)
 		argc, argv, &o, "pool",
 		"Buffer pools: rxpath vs DPDK 22.11 rte_mempool vs glibc malloc, mimalloc and\n"
 		"jemalloc; one thread, alloc/free across two threads, and same-thread free to\n"
-		"the local cache vs the shared ring (thread 004). Cycles per object.\n"
+		"the local cache vs the shared ring (thread 004). Cycles per object.\n\n"
+		"Its own options:\n"
 		"  --instr      also callgrind instruction counts for the one-thread rows\n"
 		"  --row2 S     only row 2 (hand-over, DPDK, rxpath deferred free), round after\n"
 		"               round for S seconds, summarised by placement (how long a cache\n"

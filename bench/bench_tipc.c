@@ -381,7 +381,8 @@ int main(int argc, char **argv)
 		    "TIPC bundling/extraction of 64-byte messages (msgs/s), fragmentation +\n"
 		    "reassembly of 64 KiB messages (GB/s) beside memcpy, and with --callgrind\n"
 		    "the instructions per message of the dispatch with and without the\n"
-		    "consumption checks.\n"
+		    "consumption checks.\n\n"
+		    "Its own options:\n"
 		    "  --callgrind  add the instruction counts (a full `rxpath bench` does)");
 	if (o.runs > 64)
 		o.runs = 64;

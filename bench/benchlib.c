@@ -94,8 +94,10 @@ void bench_parse(int argc, char **argv, struct bench_opts *o, const char *name,
 			o->threads_max = bench_int(name, "--threads", optarg, 1, 1024);
 			break;
 		case 'h':
-			printf("usage: rxpath bench %s [--runs N] [--quick] [--outdir DIR] "
-			       "[--threads N]\n\n%s\n\n"
+			/* (a benchmark's own options, if any, are listed in its
+			 * description) */
+			printf("usage: rxpath bench %s [OPTIONS]\n\n%s\n\n"
+			       "Options every benchmark takes:\n"
 			       "  --runs N     repetitions per variant, median reported (default "
 			       "7, 5 to 64)\n"
 			       "  --quick      fewer iterations per run\n"
