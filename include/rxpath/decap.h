@@ -147,6 +147,15 @@ struct rxp_decap {
  * d filled in (ctx: the VLAN ids), or a negative enum rxp_decap_status. */
 int rxp_decap_link(struct rxp_decap *d, uint32_t linktype, const uint8_t *frame, uint32_t len);
 
+/* What a device that takes link headers off delivers of a frame of link
+ * type linktype (len bytes at frame): the bytes before its payload, and in
+ * *ethertype the payload's EtherType. The payload is the IP packet
+ * (0x0800 or 0x86dd), or, for a frame that carries something else, what
+ * follows its link headers (*ethertype what they say it is, ARP say, or 0
+ * when they say nothing). -1 when the headers do not parse (cut short, a
+ * length or IP version they cannot have) or leave nothing after them. */
+int rxp_decap_payload(uint32_t linktype, const uint8_t *frame, uint32_t len, uint16_t *ethertype);
+
 /* Whether rxp_decap_link knows linktype. */
 bool rxp_decap_linktype_known(uint32_t linktype);
 

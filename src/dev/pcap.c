@@ -35,32 +35,6 @@
  * PPP, Cisco HDLC, NFLOG, 802.11 and radiotap), which is taken off. */
 enum l2kind { L2_ETH, L2_RAW, L2_LINK };
 
-/* For L2_LINK: how many bytes of a frame of link type dlt (caplen of them
- * at d) come before its payload, and in *et the payload's EtherType. The
- * payload is the IP packet, or, for a frame that carries something else,
- * what follows the link headers (its EtherType when a header says it,
- * ARP say; else 0, and the frame is not IP). -1: link headers that do not
- * parse (cut short, say), or nothing after them. */
-static int link_skip(int dlt, const u_char *d, uint32_t caplen, uint16_t *et)
-{
-	struct rxp_decap dc;
-	uint32_t skip;
-	int r = rxp_decap_link(&dc, (uint32_t)dlt, d, caplen);
-
-	if (r == RXP_DECAP_OK) {
-		*et = dc.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
-		skip = dc.ip_off;
-	} else if (r == RXP_DECAP_NOT_IP) {
-		const struct rxp_layer *l = dc.nlayers ? &dc.layer[dc.nlayers - 1] : NULL;
-
-		*et = dc.ethertype;
-		skip = l ? l->off + l->len : 0;
-	} else {
-		return -1;
-	}
-	return skip < caplen ? (int)skip : -1;
-}
-
 /* Open a capture: the file with fopen, so that a missing or unreadable
  * file fails with its own errno (libpcap would report its text only), then
  * libpcap on the stream. "-" is standard input. The error logged names the
@@ -163,7 +137,7 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			break;
 		}
 		if (pd->kind == L2_LINK) {
-			int r = link_skip(pd->dlt, data, h->caplen, &et);
+			int r = rxp_decap_payload((uint32_t)pd->dlt, data, h->caplen, &et);
 
 			if (r < 0) {
 				pd->dropped++;
@@ -301,7 +275,9 @@ static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t
 		if (sp->kind != L2_ETH) {
 			/* Give raw IP an Ethernet header: the NIC sees frames. */
 			uint16_t et = 0;
-			int skip = sp->kind == L2_RAW ? 0 : link_skip(sp->dlt, data, n, &et);
+			int skip = sp->kind == L2_RAW
+					   ? 0
+					   : rxp_decap_payload((uint32_t)sp->dlt, data, n, &et);
 
 			if (skip < 0)
 				continue; /* (the device counts these) */

@@ -447,3 +447,24 @@ int rxp_decap_link(struct rxp_decap *d, uint32_t linktype, const uint8_t *frame,
 		return RXP_DECAP_UNKNOWN_LINK;
 	}
 }
+
+int rxp_decap_payload(uint32_t linktype, const uint8_t *frame, uint32_t len, uint16_t *ethertype)
+{
+	struct rxp_decap d;
+	uint32_t skip;
+	int r = rxp_decap_link(&d, linktype, frame, len);
+
+	*ethertype = 0;
+	if (r == RXP_DECAP_OK) {
+		*ethertype = d.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
+		skip = d.ip_off;
+	} else if (r == RXP_DECAP_NOT_IP) {
+		const struct rxp_layer *l = d.nlayers ? &d.layer[d.nlayers - 1] : NULL;
+
+		*ethertype = d.ethertype;
+		skip = l ? l->off + l->len : 0;
+	} else {
+		return -1;
+	}
+	return skip < len ? (int)skip : -1;
+}

@@ -894,6 +894,46 @@ static void test_names(void **state)
 	assert_string_equal(rxp_decap_tunnel_name(RXP_TUNNEL_TYPE_MAX), "?");
 }
 
+/* rxp_decap_payload: what a device taking link headers off delivers. */
+static void test_payload(void **state)
+{
+	uint8_t f[64] = {0};
+	uint16_t et = 1;
+
+	(void)state;
+	/* Ethernet, IPv4: 14 bytes, IP */
+	f[12] = 0x08;
+	f[14] = 0x45;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_ETHERNET, f, 60, &et), 14);
+	assert_int_equal(et, RXP_ETH_P_IP);
+	/* SLL under which an ARP: its 16 bytes, the EtherType kept */
+	memset(f, 0, sizeof(f));
+	f[14] = 0x08;
+	f[15] = 0x06;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_LINUX_SLL, f, 44, &et), 16);
+	assert_int_equal(et, 0x0806);
+	/* ... nothing after the header, or the header cut short */
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_LINUX_SLL, f, 16, &et), -1);
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_LINUX_SLL, f, 10, &et), -1);
+	/* an IP EtherType whose header is not IP */
+	f[15] = 0x00;
+	f[16] = 0x55;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_LINUX_SLL, f, 44, &et), -1);
+	/* BSD loopback of a family that is not IP: its 4 bytes, no EtherType */
+	memset(f, 0, sizeof(f));
+	f[0] = 7;
+	et = 1;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_NULL, f, 40, &et), 4);
+	assert_int_equal(et, 0);
+	/* ... and of IPv6 (30: macOS) */
+	f[0] = 30;
+	f[4] = 0x60;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_NULL, f, 48, &et), 4);
+	assert_int_equal(et, RXP_ETH_P_IPV6);
+	/* an unknown link type */
+	assert_int_equal(rxp_decap_payload(147, f, 48, &et), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -901,6 +941,7 @@ int main(void)
 		cmocka_unit_test(test_fixup),	   cmocka_unit_test(test_fixup_link),
 		cmocka_unit_test(test_truncated),  cmocka_unit_test(test_random_bytes),
 		cmocka_unit_test(test_ip_info),	   cmocka_unit_test(test_names),
+		cmocka_unit_test(test_payload),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
