@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capfile.h"
 #include "cmd.h"
 #include "live.h"
 #include "opt.h"
@@ -136,10 +137,11 @@ static void usage(FILE *f)
 		"  -s, --seed N          workload seed (default 1)\n"
 		"      --in-flight N     datagrams in flight at once, fragments shuffled (the\n"
 		"                        overload case; default 1)\n"
-		"      --pcap FILE       read a pcap/pcapng capture instead (time from its "
-		"stamps;\n"
-		"                        Ethernet, raw IP, SLL, SLL2, NULL, LOOP, PPP, PPPoE,\n"
-		"                        C_HDLC, NFLOG, 802.11, radiotap)\n"
+		"      --pcap FILE       read a capture instead (time from its stamps): pcap,\n"
+		"                        pcapng (link types may differ by interface), gzip or\n"
+		"                        zstd, other wiretap formats; '-' for stdin. Ethernet,\n"
+		"                        raw IP, SLL, SLL2, NULL, LOOP, PPP, PPPoE, C_HDLC,\n"
+		"                        NFLOG, 802.11, radiotap\n"
 		"      --iface IF        receive live from IF (root): AF_XDP zero-copy, AF_XDP\n"
 		"                        copy mode, else AF_PACKET; says which on stderr\n"
 		"      --mode M          --iface backend: auto (default), afxdp or afpacket\n"
@@ -397,12 +399,13 @@ static struct rxp_dev *open_input(const struct run_opts *o, struct rxp_pktpool *
 		return dev;
 	}
 	if (o->pcap) {
+		char err[256];
+
 		*input = "pcap";
-		snprintf(spec, sizeof(spec), "pcap:%s", o->pcap);
-		dev = rxp_dev_open_with(spec, pp, NULL, 0);
+		dev = rxp_capfile_open(o->pcap, pp, err, sizeof(err));
 		if (!dev)
-			fprintf(stderr, "rxpath run: cannot read %s: %s\n", o->pcap,
-				rxp_cli_cause(errno));
+			fprintf(stderr, "rxpath run: cannot read %s: %s\n",
+				strcmp(o->pcap, "-") ? o->pcap : "stdin", err);
 		return dev;
 	}
 	if (o->spec) {

@@ -6,9 +6,11 @@
  * Frames lost before they became a packet (no posted buffer, say) are counted
  * by the device with rxp_pktpool_count_drop(), against the same reasons.
  * Add a reason by adding one line here; names are what the CLI and JSON print.
- * Two are reserved, never counted today, kept so that the values after them
- * stay as they were: LINKTYPE (a capture's link type is refused when it is
- * opened, not per packet) and SINK.
+ * SINK is reserved, never counted today, kept so that the values after it
+ * stay as they were. LINKTYPE is counted per frame by a device that reads
+ * captures whose frames have their own link types (`rxpath run --pcap`);
+ * the library's pcap device refuses a file of a link type it does not read
+ * when it opens it.
  *
  * RXP_DROP_NONE (0) is not a reason: it is what a check returns when it
  * finds nothing wrong ("valid"), so that every real reason is nonzero and
@@ -38,7 +40,7 @@ RXP_BEGIN_DECLS
 	X(XDP_DROP, "xdp_drop")                               \
 	X(XDP_ABORTED, "xdp_aborted")                         \
 	X(TX_RING_FULL, "tx_ring_full")                       \
-	X(LINKTYPE, "unsupported_linktype") /* reserved */    \
+	X(LINKTYPE, "unsupported_linktype")                   \
 	X(L2_UNKNOWN, "l2_unknown_ethertype")                 \
 	X(FAULT_INJECT, "fault_injected")                     \
 	X(TX_ERROR, "tx_error")                               \

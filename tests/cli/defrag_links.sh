@@ -4,8 +4,11 @@
 # fragmented, one of 65,500 bytes) over a veth to rxp21b and over its own
 # loopback; real tools capture them: tcpdump -i any (LINUX_SLL2), tcpdump -y
 # LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng),
-# and tcpdump on nflog:21, which an nftables log rule in rxp21b feeds
-# (NFLOG).
+# tcpdump on nflog:21, which an nftables log rule in rxp21b feeds (NFLOG),
+# and dumpcap on nflog:22 (the same rule's) and lo at once: a pcapng whose two interfaces
+# have different link types (NFLOG, Ethernet), which libpcap refuses; rxp21b
+# sends datagrams of its own over its lo for the second, once the other
+# captures have stopped.
 # tests/tools/defrag_links.py then wraps the veth capture's packets in every
 # other link layer and tunnel (scapy), writes captures where the same
 # fragments travel through two tunnels (or VLANs) that differ only in key,
@@ -76,27 +79,33 @@ capture $A lo $TD -i lo -w "$T/lo.pcap"
 # it (priority -450 runs before conntrack's defrag at -400)
 ip netns exec $B nft -f - <<'NFT' || { echo "FAIL: nft log rule"; exit 1; }
 table inet rxp21 {
-	chain pre { type filter hook prerouting priority -450; log group 21; }
+	chain pre {
+		type filter hook prerouting priority -450;
+		iifname "rxp21b0" log group 21;
+		iifname "rxp21b0" log group 22; # (a group has one listener)
+	}
 }
 NFT
 capture $B nflog $TD -i nflog:21 -w "$T/nflog.pcap"
+capture $B dumpcap2 dumpcap -q -B 16 -i nflog:22 -i lo -w "$T/nflog_lo.pcapng"
+MIXPID=${PIDS[-1]}
 for _ in $(seq 100); do
 	n=$(grep -lE "listening on|Capturing on" "$T"/*.log 2>/dev/null | wc -l)
-	[ "$n" -ge 6 ] && break
+	[ "$n" -ge 7 ] && break
 	sleep 0.1
 done
-[ "$n" -ge 6 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
+[ "$n" -ge 7 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
 # A tool's "listening on" or "Capturing on" line does not prove that its
 # socket is open and its ring set up: CI once saw dumpcap miss a datagram
 # the other captures had. Wait for the packet sockets themselves: four in
-# B, one in A (/proc/net/packet is per namespace; its first line is a
-# header).
+# B (and dumpcap's on lo), one in A (/proc/net/packet is per namespace;
+# its first line is a header).
 socks() { ip netns exec "$1" cat /proc/net/packet | tail -n +2 | wc -l; }
 for _ in $(seq 100); do
-	[ "$(socks $B)" -ge 4 ] && [ "$(socks $A)" -ge 1 ] && break
+	[ "$(socks $B)" -ge 5 ] && [ "$(socks $A)" -ge 1 ] && break
 	sleep 0.1
 done
-[ "$(socks $B)" -ge 4 ] && [ "$(socks $A)" -ge 1 ] ||
+[ "$(socks $B)" -ge 5 ] && [ "$(socks $A)" -ge 1 ] ||
 	{ echo "FAIL: capture sockets did not open ($(socks $B) in B, $(socks $A) in A)"; exit 1; }
 sleep 0.5 # each tool sets its ring up after it binds
 ip netns exec $A $PY - <<'EOF' || { echo "FAIL: send"; exit 1; }
@@ -112,8 +121,21 @@ send(socket.AF_INET, "127.0.0.1", (3000, 1200, 9000))
 send(socket.AF_INET6, "::1", (3000, 1200, 9000))
 EOF
 sleep 2 # a TPACKET_V3 block not yet retired at SIGINT is lost
-for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done
-for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+for p in "${PIDS[@]}"; do [ "$p" = "$MIXPID" ] || kill -INT "$p" 2>/dev/null; done
+for p in "${PIDS[@]}"; do [ "$p" = "$MIXPID" ] || wait "$p" 2>/dev/null; done
+# B's own datagrams over its lo, for dumpcap's second interface alone
+ip -n $B link set lo mtu 1500
+ip netns exec $B $PY - <<'EOF' || { echo "FAIL: send on B's lo"; exit 1; }
+import socket, time
+for fam, dst in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    for i, n in enumerate((2500, 6000)):
+        s.sendto(bytes((i * 5 + j * 11 + n) & 255 for j in range(n)), (dst, 9999))
+        time.sleep(0.05)
+EOF
+sleep 2
+kill -INT "$MIXPID" 2>/dev/null
+wait "$MIXPID" 2>/dev/null
 PIDS=()
 ip netns del $A; ip netns del $B
 
@@ -138,6 +160,10 @@ run dumpcap_pcapng "$T/dumpcap.pcapng" 10
 run tcpdump_lo "$T/lo.pcap" 6
 [ "$(linktype "$T/nflog.pcap")" = 239 ] || { echo "FAIL: tcpdump -i nflog did not write NFLOG"; fail=1; }
 run tcpdump_nflog "$T/nflog.pcap" 10
+# (two interfaces, NFLOG and Ethernet, each with frames: libpcap refuses it)
+[ "$(tshark -r "$T/nflog_lo.pcapng" -T fields -e frame.interface_id -e frame.encap_type 2>/dev/null |
+	sort -u | wc -l)" = 2 ] || { echo "FAIL: dumpcap -i nflog:22 -i lo: not two link types"; fail=1; }
+run dumpcap_nflog_lo "$T/nflog_lo.pcapng" 14
 mkdir "$T/w"
 kinds=$($PY "$LINKS" wrap "$T/eth.pcap" "$T/w" 2>/dev/null) || { echo "FAIL: wrap"; exit 1; }
 for k in $kinds; do
@@ -179,8 +205,9 @@ print(d["frames"], d["datagrams"], sum(d["drops"].values()))' "$T/run_$k.json")
 	fi
 }
 for k in tcpdump_eth:eth.pcap tcpdump_any_sll2:sll2.pcap tcpdump_sll:sll.pcap \
-	dumpcap_pcapng:dumpcap.pcapng tcpdump_lo:lo.pcap tcpdump_nflog:nflog.pcap; do
-	case $k in tcpdump_lo:*) n=6 ;; *) n=10 ;; esac
+	dumpcap_pcapng:dumpcap.pcapng tcpdump_lo:lo.pcap tcpdump_nflog:nflog.pcap \
+	dumpcap_nflog_lo:nflog_lo.pcapng; do
+	case $k in tcpdump_lo:*) n=6 ;; dumpcap_nflog_lo:*) n=14 ;; *) n=10 ;; esac
 	runpcap "${k%%:*}" "$T/${k#*:}" $n
 done
 for k in vlan qinq ppp ppp_hdlc chdlc null loop raw ipv4 ipv6 nflog wlan radiotap; do
@@ -202,6 +229,7 @@ elif res=$($PY "$LINKS" check "$T/mixed.pcapng" "$T/out_mixed.pcapng" 10 2>&1); 
 else
 	echo "FAIL: mixed-link pcapng: $res"; fail=1
 fi
+runpcap mixed "$T/mixed.pcapng" 10
 # The 65,500-byte datagram does not fit back into its tunnel: said and counted.
 "$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" >"$T/json" 2>&1 ||
 	{ echo "FAIL: rxpath defrag vxlan.pcap: exit $?"; fail=1; }

@@ -15,7 +15,7 @@ set -u
 SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 RXPATH=${RXPATH:-$SRC/build/release/rxpath}
 PY=/usr/bin/python3
-for t in tshark capinfos; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
+for t in tshark capinfos mergecap gzip; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 $PY -c 'import scapy, jsonschema' 2>/dev/null || { echo "SKIP: scapy or jsonschema missing in $PY"; exit 77; }
 T=$(mktemp -d)
 . "$SRC/tests/tools/sanitizer.sh"
@@ -131,7 +131,7 @@ mkdir adir
 echo "not a capture" >notpcap
 cause "No such file or directory" /nonexistent.pcap run --pcap /nonexistent.pcap
 cause "Is a directory" adir run --pcap adir
-cause "not a pcap or pcapng capture" notpcap run --pcap notpcap
+cause "not a capture file" notpcap run --pcap notpcap
 cause "No such file or directory" /nonexistent/dir/x.pcap run -w 1 -n 100 --write /nonexistent/dir/x.pcap
 # several workers write temporary files merged at the end: the output is
 # still refused before the run (no summary), not after it with exit 1
@@ -311,6 +311,33 @@ bogus=$(tshark -r raw2.pcap -Y '_ws.malformed || !ip && !ipv6' 2>/dev/null | wc 
 	grep -q "1 frames not written: not IP" err &&
 	ok "capture --read SLL2: $wr of $fr frames written as raw IP, the ARP counted as not_ip" ||
 	{ bad "capture --read SLL2: rc $rc, frames $fr written $wr not_ip $ni file $c bogus $bogus"; cat err; }
+# run --pcap reads what rxpath defrag reads (libwiretap): a gzip-compressed
+# capture, and a pcapng whose interfaces have different link types, where a
+# frame of a link type nothing here reads (USER0) is counted and said once
+gzip -c mix.pcap >mix.pcap.gz
+"$RXPATH" run --pcap mix.pcap.gz -w 1 -q --json >pz.json 2>err || { bad "run --pcap .gz: rc $?"; cat err; }
+$PY - p.json pz.json <<'PY' && ok "run --pcap mix.pcap.gz: the same counts as mix.pcap" || bad "run --pcap .gz counts differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["not_for_us"] == b["not_for_us"] and a["datagrams"] == b["datagrams"] == 200, (a, b)
+PY
+$PY - <<'PY' || bad "write user0.pcap"
+import struct
+with open("user0.pcap", "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 147))
+    for i in range(3):
+        f.write(struct.pack("<IIII", 1700000200 + i, 0, 40, 40) + bytes(40))
+PY
+mergecap -F pcapng -w mixu.pcapng mix.pcap user0.pcap 2>/dev/null || bad "mergecap mixu.pcapng"
+"$RXPATH" run --pcap mixu.pcapng -w 1 -q --json >pu.json 2>err
+rc=$?
+$PY - pu.json <<'PY' && [ $rc -eq 0 ] && [ "$(grep -c 'frames of link type 147 are not read' err)" = 1 ] &&
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["datagrams"] == 200 and j["drops"] == {"unsupported_linktype": 3}, (j["datagrams"], j["drops"])
+PY
+	ok "run --pcap on Ethernet and USER0 interfaces: 200 datagrams, 3 frames unsupported_linktype, said once" ||
+	{ bad "run --pcap mixu.pcapng: rc $rc"; cat pu.json err; }
 # defrag --json: its summary on stdout (stderr when OUT is -), every key in
 # docs/defrag.schema.json, with one policy and with all of them
 "$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }

@@ -1,0 +1,218 @@
+/*
+ * The capture-file device of `rxpath run --pcap`: the library's pcap device
+ * reads through libpcap, which refuses a pcapng whose interfaces have
+ * different link types (dumpcap -i any -i eth0 writes one) at the first
+ * interface that differs, reads no compressed file, and no format but pcap
+ * and pcapng. This one reads through rxpath defrag's reader (libwiretap,
+ * defrag_io.c), which does all three, so that run reads every capture
+ * defrag reads.
+ *
+ * Each frame by its own link type, as the library's pcap device does a
+ * file's: Ethernet whole (classified from its header), raw IP as it is,
+ * and the link types rxp_decap_link knows with their headers taken off (a
+ * frame that is not IP keeps the EtherType they say, or none); a frame of
+ * another link type is dropped and counted (unsupported_linktype), and
+ * said once per link type. Records that are not packets (a pcapng's
+ * statistics, say) are skipped. libpcap stays behind `--dev pcap:PATH`,
+ * the sim NIC's replay source and capture --read, which write or replay
+ * one link type.
+ *
+ * Owns: the reader. Copies each frame into a packet from the caller's pool.
+ */
+#include <errno.h>
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capfile.h"
+#include "defrag_io.h"
+#include "rxpath/decap.h"
+#include "rxpath/log.h"
+#include "rxpath/wire.h"
+
+#define CF_SAID 8 /* link types said to be unread, at most */
+
+struct capfile {
+	struct rxp_dev dev;
+	struct dio_in *in;
+	bool eof, cut;
+	uint64_t rx_packets, rx_bytes, dropped;
+	uint64_t first_ns, last_ns;
+	int said[CF_SAID];
+	unsigned nsaid;
+};
+
+static bool is_raw(int dlt)
+{
+	return dlt == RXP_LINKTYPE_RAW || dlt == 12 || dlt == 14 || dlt == RXP_LINKTYPE_IPV4 ||
+	       dlt == RXP_LINKTYPE_IPV6;
+}
+
+/* A frame of link type dlt that nothing here reads: said once per type. */
+static void unread_type(struct capfile *cf, int dlt)
+{
+	const char *name = dlt >= 0 ? pcap_datalink_val_to_name(dlt) : NULL;
+
+	for (unsigned i = 0; i < cf->nsaid; i++)
+		if (cf->said[i] == dlt)
+			return;
+	if (cf->nsaid == CF_SAID)
+		return;
+	cf->said[cf->nsaid++] = dlt;
+	if (dlt < 0)
+		rxp_log(RXP_LOG_WARN,
+			"frames without a link type (record %llu on) are not read: "
+			"counted as unsupported_linktype",
+			(unsigned long long)(cf->rx_packets + cf->dropped + 1));
+	else
+		rxp_log(RXP_LOG_WARN,
+			"frames of link type %d%s%s%s are not read: counted as "
+			"unsupported_linktype",
+			dlt, name ? " (" : "", name ? name : "", name ? ")" : "");
+}
+
+static void drop(struct capfile *cf, enum rxp_drop_reason r)
+{
+	cf->dropped++;
+	rxp_pktpool_count_drop(cf->dev.pp, r, 1);
+}
+
+static int cf_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
+{
+	struct capfile *cf = (struct capfile *)d;
+	unsigned got = 0;
+
+	if (q != 0)
+		return -EINVAL;
+	while (got < n && !cf->eof) {
+		struct dio_rec r;
+		struct rxp_pkt *pkt;
+		uint32_t skip = 0, len;
+		uint16_t et = 0;
+		bool eth;
+
+		if (dio_read(cf->in, &r) != 1) {
+			const char *why;
+			enum dio_end end = dio_in_end(cf->in, &why);
+
+			/* as the pcap device: said once, counted for the caller */
+			if (end != DIO_EOF) {
+				cf->cut = true;
+				rxp_log(RXP_LOG_WARN,
+					"input cut off or corrupt after %llu frames (%s): %s",
+					(unsigned long long)(cf->rx_packets + cf->dropped),
+					end == DIO_CUT ? "cut inside a record" : "unreadable", why);
+			}
+			cf->eof = true;
+			break;
+		}
+		if (!r.packet)
+			continue;
+		eth = r.dlt == RXP_LINKTYPE_ETHERNET;
+		if (!r.caplen) {
+			drop(cf, RXP_DROP_PKT_TOO_SMALL);
+			continue;
+		}
+		if (!eth && !is_raw(r.dlt)) {
+			int s;
+
+			if (r.dlt < 0 || !rxp_decap_linktype_known((uint32_t)r.dlt)) {
+				unread_type(cf, r.dlt);
+				drop(cf, RXP_DROP_LINKTYPE);
+				continue;
+			}
+			s = rxp_decap_payload((uint32_t)r.dlt, r.data, r.caplen, &et);
+			if (s < 0) {
+				drop(cf, RXP_DROP_L2_MALFORMED);
+				continue;
+			}
+			skip = (uint32_t)s;
+		}
+		len = r.caplen - skip;
+		pkt = rxp_pkt_alloc(d->pp, len);
+		if (!pkt) {
+			drop(cf, RXP_DROP_PKT_TOO_BIG);
+			continue;
+		}
+		memcpy(rxp_pkt_put(pkt, len), r.data + skip, len);
+		pkt->tstamp_ns = r.ts_ns;
+		if (!cf->rx_packets)
+			cf->first_ns = pkt->tstamp_ns;
+		cf->last_ns = pkt->tstamp_ns;
+		if (et) {
+			pkt->protocol = et;
+			pkt->network_off = (uint16_t)(pkt->data - pkt->head);
+			pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
+		} else {
+			rxp_dev_classify(pkt, eth);
+			if (!eth && !is_raw(r.dlt))
+				pkt->protocol = 0; /* its link said nothing: not IP */
+		}
+		cf->rx_packets++;
+		cf->rx_bytes += len;
+		pkts[got++] = pkt;
+	}
+	if (!got && cf->eof)
+		return -ENODATA;
+	return (int)got;
+}
+
+static unsigned cf_tx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)
+{
+	(void)d;
+	(void)q;
+	/* A file has no wire to send on: consumed. */
+	for (unsigned i = 0; i < n; i++)
+		rxp_pkt_consume(pkts[i]);
+	return n;
+}
+
+static void cf_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
+{
+	struct capfile *cf = (struct capfile *)d;
+
+	st->rx_packets += cf->rx_packets;
+	st->rx_bytes += cf->rx_bytes;
+	st->rx_dropped += cf->dropped;
+	st->first_tstamp_ns = cf->first_ns;
+	st->last_tstamp_ns = cf->last_ns;
+	st->rx_input_cut += cf->cut;
+}
+
+static uint64_t cf_close(struct rxp_dev *d)
+{
+	struct capfile *cf = (struct capfile *)d;
+
+	dio_close_in(cf->in);
+	free(cf);
+	return 0;
+}
+
+static const struct rxp_dev_ops capfile_ops = {
+	.kind = "capfile",
+	.rx_burst = cf_rx,
+	.tx_burst = cf_tx,
+	.get_stats = cf_stats,
+	.close = cf_close,
+};
+
+struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char *err, size_t errlen)
+{
+	struct capfile *cf = calloc(1, sizeof(*cf));
+
+	if (!cf) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	cf->in = dio_open_in(path, err, errlen);
+	if (!cf->in) {
+		free(cf);
+		return NULL;
+	}
+	cf->dev.ops = &capfile_ops;
+	cf->dev.nqueues = 1;
+	cf->dev.pp = pp;
+	snprintf(cf->dev.name, sizeof(cf->dev.name), "pcap");
+	return &cf->dev;
+}

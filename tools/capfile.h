@@ -1,0 +1,17 @@
+/*
+ * The capture-file device of `rxpath run --pcap` (tools/capfile.c).
+ */
+#ifndef RXPATH_TOOLS_CAPFILE_H
+#define RXPATH_TOOLS_CAPFILE_H
+
+#include "rxpath/dev.h"
+
+/* A one-queue device giving the frames of the capture at path ("-":
+ * stdin), read through rxpath defrag's reader (libwiretap): pcap, pcapng
+ * whose interfaces have different link types, gzip- or zstd-compressed
+ * files and wiretap's other formats. NULL and one line in err when it
+ * cannot be opened. */
+struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char *err,
+				 size_t errlen);
+
+#endif
