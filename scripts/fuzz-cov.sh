@@ -5,10 +5,11 @@
 # what the last fuzz-long run found in the fuzz build, if any); the
 # profiles are merged with llvm-profdata and llvm-cov prints line,
 # function and region coverage for every file under src/, and for
-# tools/opt.c, tools/defrag_io*.c and the frame layer of rxpath defrag
-# (defrag_frame.c, defrag_late.c, defrag_zone.c): the number parser, the
-# capture files and the frames, which fuzz_opt, fuzz_dio and fuzz_frame
-# link.
+# tools/opt.c, tools/defrag_io*.c, the frame layer of rxpath defrag
+# (defrag_frame.c, defrag_late.c, defrag_zone.c) and run --pcap's device
+# (capfile.c): the number parser, the capture files, the frames and the
+# capture-file device, which fuzz_opt, fuzz_dio, fuzz_frame and
+# fuzz_capfile link.
 #
 # Usage: scripts/fuzz-cov.sh [COVBUILD] [FUZZBUILD]
 #   (defaults build/fuzz-cov, build/fuzz; COVBUILD must be configured with
@@ -45,7 +46,7 @@ done
 	-ignore-filename-regex='(tests|bench|examples)/' "$src/src" "$src/tools/opt.c" \
 	"$src/tools/defrag_io.c" "$src/tools/defrag_io_fast.c" "$src/tools/defrag_io_out.c" \
 	"$src/tools/defrag_frame.c" "$src/tools/defrag_late.c" "$src/tools/defrag_zone.c" \
-	>"$prof/report.txt"
-echo "line coverage of src/, tools/opt.c, tools/defrag_io*.c and the frame layer by the fuzz corpora (llvm-cov report: $prof/report.txt)"
+	"$src/tools/capfile.c" >"$prof/report.txt"
+echo "line coverage of src/, tools/opt.c, tools/defrag_io*.c, the frame layer and tools/capfile.c by the fuzz corpora (llvm-cov report: $prof/report.txt)"
 awk 'NR > 2 && $1 !~ /^-/ && NF >= 7 {
 	printf "%-26s %6d of %6d lines  %7s\n", $1, $5 - $6, $5, $7 }' "$prof/report.txt"

@@ -216,3 +216,13 @@ struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char 
 	snprintf(cf->dev.name, sizeof(cf->dev.name), "pcap");
 	return &cf->dev;
 }
+
+const char *rxp_capfile_format(const struct rxp_dev *d)
+{
+	return dio_in_format(((const struct capfile *)d)->in);
+}
+
+const char *rxp_capfile_compression(const struct rxp_dev *d)
+{
+	return dio_in_compression(((const struct capfile *)d)->in);
+}

@@ -14,4 +14,10 @@
 struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char *err,
 				 size_t errlen);
 
+/* The format wiretap took d's file for ("pcap", "nsecpcap", "pcapng",
+ * "modpcap", ...: its short names) and its compression ("gzip", "zstd",
+ * "lz4" or NULL). */
+const char *rxp_capfile_format(const struct rxp_dev *d);
+const char *rxp_capfile_compression(const struct rxp_dev *d);
+
 #endif
