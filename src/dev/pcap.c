@@ -127,11 +127,22 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			 * (libpcap says which), after which nothing can be
 			 * read: said once, and counted for the caller */
 			if (rc == PCAP_ERROR) {
+				const char *e = pcap_geterr(pd->p);
+
 				pd->cut = true;
-				rxp_log(RXP_LOG_WARN,
-					"input cut off or corrupt after %llu frames: %s",
-					(unsigned long long)(pd->rx_packets + pd->dropped),
-					pcap_geterr(pd->p));
+				/* not a damaged file: one libpcap cannot read */
+				if (strstr(e, "different from the type of the first interface"))
+					rxp_log(RXP_LOG_WARN,
+						"read stopped after %llu frames: %s (libpcap reads "
+						"no pcapng whose interfaces have different link "
+						"types; rxpath run --pcap and rxpath defrag do)",
+						(unsigned long long)(pd->rx_packets + pd->dropped),
+						e);
+				else
+					rxp_log(RXP_LOG_WARN,
+						"input cut off or corrupt after %llu frames: %s",
+						(unsigned long long)(pd->rx_packets + pd->dropped),
+						e);
 			}
 			pd->eof = true;
 			break;

@@ -338,6 +338,12 @@ assert j["datagrams"] == 200 and j["drops"] == {"unsupported_linktype": 3}, (j["
 PY
 	ok "run --pcap on Ethernet and USER0 interfaces: 200 datagrams, 3 frames unsupported_linktype, said once" ||
 	{ bad "run --pcap mixu.pcapng: rc $rc"; cat pu.json err; }
+# capture --read (libpcap) cannot read it: said as that, not as a damaged file
+"$RXPATH" capture --read mixu.pcapng --write mixuo.pcap >/dev/null 2>err
+rc=$?
+[ $rc -eq 1 ] && grep -q "libpcap reads no pcapng whose interfaces have different link types" err &&
+	! grep -q "cut off or corrupt" err && ok "capture --read of a mixed-link pcapng: exit 1, said why" ||
+	{ bad "capture --read mixu.pcapng: rc $rc"; cat err; }
 # defrag --json: its summary on stdout (stderr when OUT is -), every key in
 # docs/defrag.schema.json, with one policy and with all of them
 "$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }
