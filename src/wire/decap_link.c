@@ -20,7 +20,6 @@
 #define PPP_IPV6 0x0057
 #define MPLS_MAX_LABELS 16u
 #define NFULA_PAYLOAD 9u
-#define ARPHRD_IPGRE 778u
 #define ARPHRD_NETLINK 824u
 
 int dc_at_ip(struct rxp_decap *d, const struct dview *v, uint32_t off, uint8_t family)
@@ -56,8 +55,10 @@ static int mpls(struct rxp_decap *d, const struct dview *v, uint32_t off)
 			return RXP_DECAP_MALFORMED;
 		/* No protocol field: the payload's first nibble says; 0 is a
 		 * pseudowire control word, not IP. */
-		if ((v->b[e] >> 4) != 4 && (v->b[e] >> 4) != 6)
+		if ((v->b[e] >> 4) != 4 && (v->b[e] >> 4) != 6) {
+			d->ethertype = 0; /* what follows the labels has none */
 			return RXP_DECAP_NOT_IP;
+		}
 		return dc_at_ip(d, v, e, 0);
 	}
 	return RXP_DECAP_TOO_DEEP;
@@ -109,6 +110,7 @@ int dc_ppp(struct rxp_decap *d, const struct dview *v, uint32_t off, bool acfc)
 		return dc_at_ip(d, v, h, 4);
 	if (proto == PPP_IPV6)
 		return dc_at_ip(d, v, h, 6);
+	d->ethertype = 0; /* a PPP protocol (LCP, say) is no EtherType */
 	return RXP_DECAP_NOT_IP;
 }
 
@@ -168,11 +170,16 @@ static int sll(struct rxp_decap *d, const struct dview *v, bool v2)
 		return RXP_DECAP_MALFORMED;
 	hatype = rd16(v->b + (v2 ? 8 : 2));
 	proto = rd16(v->b + (v2 ? 0 : 14));
-	/* On these the protocol field is not an ethertype of what follows. */
-	if (hatype == ARPHRD_IPGRE || hatype == ARPHRD_NETLINK)
-		return RXP_DECAP_NOT_IP;
 	r = dc_push(d, v, v2 ? RXP_LAYER_SLL2 : RXP_LAYER_SLL, 0, hl, 0, 0);
-	return r ? r : dc_ethertype(d, v, hl, proto);
+	if (r)
+		return r;
+	/* A netlink socket's frames: the protocol field is a netlink family,
+	 * not an EtherType. (ARPHRD_IPGRE's is a GRE protocol type, which is
+	 * one: 0x0800 says IPv4 follows, as tshark reads it; a gre0
+	 * device's frames are IP.) */
+	if (hatype == ARPHRD_NETLINK)
+		return RXP_DECAP_NOT_IP;
+	return dc_ethertype(d, v, hl, proto);
 }
 
 /* BSD loopback: a 4-byte address family, in the capturing host's byte order
@@ -288,7 +295,8 @@ static int llc_snap(struct rxp_decap *d, const struct dview *v, uint32_t off)
 	r = dc_push(d, v, RXP_LAYER_LLC, off, 8, 0, 0);
 	if (r)
 		return r;
-	switch (rd16(p + 6)) {
+	d->ethertype = rd16(p + 6);
+	switch (d->ethertype) {
 	case RXP_ETH_P_IP:
 		return dc_at_ip(d, v, off + 8, 4);
 	case RXP_ETH_P_IPV6:

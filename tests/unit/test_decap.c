@@ -932,6 +932,49 @@ static void test_payload(void **state)
 	assert_int_equal(et, RXP_ETH_P_IPV6);
 	/* an unknown link type */
 	assert_int_equal(rxp_decap_payload(147, f, 48, &et), -1);
+	/* SLL from a GRE device (ARPHRD_IPGRE): its protocol is a GRE
+	 * protocol type, an EtherType: IP (tshark reads it so) */
+	memset(f, 0, sizeof(f));
+	f[2] = 0x03;
+	f[3] = 0x0a; /* 778 */
+	f[14] = 0x08;
+	f[16] = 0x45;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_LINUX_SLL, f, 56, &et), 16);
+	assert_int_equal(et, RXP_ETH_P_IP);
+	/* ... from a netlink socket (824): a netlink family, not IP, but
+	 * past the SLL header */
+	f[2] = 0x03;
+	f[3] = 0x38;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_LINUX_SLL, f, 56, &et), 16);
+	assert_int_equal(et, 0);
+	/* 802.11 data, LLC/SNAP carrying ARP: its EtherType said */
+	memset(f, 0, sizeof(f));
+	f[0] = 0x08; /* data */
+	f[24] = 0xaa;
+	f[25] = 0xaa;
+	f[26] = 0x03;
+	f[30] = 0x08;
+	f[31] = 0x06;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_IEEE802_11, f, 60, &et), 32);
+	assert_int_equal(et, 0x0806);
+	/* PPPoE carrying LCP: no EtherType (not PPPoE's own) */
+	memset(f, 0, sizeof(f));
+	f[12] = 0x88;
+	f[13] = 0x64;
+	f[14] = 0x11;
+	f[18] = 0;
+	f[19] = 10;
+	f[20] = 0xc0;
+	f[21] = 0x21;
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_ETHERNET, f, 40, &et), 22);
+	assert_int_equal(et, 0);
+	/* MPLS over a payload that is not IP (a pseudowire control word) */
+	memset(f, 0, sizeof(f));
+	f[12] = 0x88;
+	f[13] = 0x47;
+	f[16] = 0x01; /* bottom of stack */
+	assert_int_equal(rxp_decap_payload(RXP_LINKTYPE_ETHERNET, f, 40, &et), 18);
+	assert_int_equal(et, 0);
 }
 
 int main(void)
