@@ -60,8 +60,9 @@ struct rxp_dev_stats {
 	/* wrappers */
 	uint64_t fault_lost, fault_duplicated, fault_reordered;
 	uint64_t captured;
-	/* capture wrapper writing raw IP (the device's frames are): frames
-	 * not written because they are not IP (ARP from a cooked capture) */
+	/* capture wrapper writing raw IP over a device that took link
+	 * headers off (rxp_dev_strips_link): frames not written because they
+	 * are not IP (ARP from a cooked capture) */
 	uint64_t capture_not_ip;
 	/* capture files: 1 when reading stopped at a cut or corrupt record
 	 * (what came before it was delivered; the device then ends) */
@@ -186,10 +187,15 @@ struct rxp_dev *rxp_capture_wrap(struct rxp_dev *inner, const char *path, unsign
 /* ---- pcap files ---------------------------------------------------------- */
 
 /* Open a pcap or pcapng file as a one-queue device (Ethernet, raw IPv4/IPv6
- * and Linux cooked link types). NULL with errno set. */
+ * and the other link types rxp_decap_link knows, whose headers it takes
+ * off). NULL with errno set. */
 struct rxp_dev *rxp_pcap_open(const char *path, struct rxp_pktpool *pp);
 /* true if the device's frames start at the IP header. */
 bool rxp_dev_is_raw_ip(const struct rxp_dev *d);
+/* true if the device (through wrappers) is a pcap device that takes link
+ * headers off its frames: then a frame that is not IP is what followed
+ * them, no IP packet (a raw-IP file cannot hold it). */
+bool rxp_dev_strips_link(const struct rxp_dev *d);
 
 struct rxp_pcap_writer;
 /* raw_ip: LINKTYPE_RAW instead of Ethernet. NULL with errno set. */

@@ -17,15 +17,19 @@ struct capture {
 	struct rxp_dev dev;
 	struct rxp_pcap_writer *w;
 	unsigned what;
-	bool raw; /* the file is raw IP: it holds IP packets alone */
-	_Atomic uint64_t not_ip; /* packets a raw file could not hold */
+	/* the file is raw IP and the device's link headers were taken off:
+	 * a frame that is not IP is what followed them, which the file
+	 * cannot hold (a raw-IP input's records are copied whatever they
+	 * hold, as they were) */
+	bool strip;
+	_Atomic uint64_t not_ip; /* packets the file could not hold */
 };
 
-/* Writes pkt, unless the file is raw IP and pkt is not IP (ARP from a
- * Linux cooked capture, say): written, it would read back as garbage. */
+/* Writes pkt, unless it is not IP where the file cannot hold it (ARP from
+ * a Linux cooked capture, say): written, it would read back as garbage. */
 static void cap_write(struct capture *c, const struct rxp_pkt *pkt)
 {
-	if (c->raw && pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) {
+	if (c->strip && pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) {
 		atomic_fetch_add_explicit(&c->not_ip, 1, memory_order_relaxed);
 		return;
 	}
@@ -99,8 +103,8 @@ struct rxp_dev *rxp_capture_wrap(struct rxp_dev *inner, const char *path, unsign
 		rxp_dev_close(inner);
 		return NULL;
 	}
-	c->raw = rxp_dev_is_raw_ip(inner);
-	c->w = rxp_pcap_writer_open(path, c->raw);
+	c->strip = rxp_dev_strips_link(inner);
+	c->w = rxp_pcap_writer_open(path, rxp_dev_is_raw_ip(inner));
 	if (!c->w) {
 		err = errno;
 		free(c);

@@ -68,11 +68,13 @@ static int open_offline(const char *path, pcap_t **out, enum l2kind *kind, int *
 	} else if (dlt >= 0 && rxp_decap_linktype_known((uint32_t)dlt)) {
 		*kind = L2_LINK;
 	} else {
+		const char *name = pcap_datalink_val_to_name(dlt);
+
 		rxp_log(RXP_LOG_ERR,
-			"link type %d (%s) not supported: Ethernet, raw IP, Linux cooked (SLL, "
+			"link type %d%s%s%s not supported: Ethernet, raw IP, Linux cooked (SLL, "
 			"SLL2), BSD loopback (NULL, LOOP), PPP, PPPoE, Cisco HDLC, NFLOG, 802.11 "
 			"and radiotap are",
-			dlt, pcap_datalink_val_to_name(dlt) ? pcap_datalink_val_to_name(dlt) : "?");
+			dlt, name ? " (" : "", name ? name : "", name ? ")" : "");
 		pcap_close(p);
 		return -EPROTONOSUPPORT;
 	}
@@ -147,6 +149,11 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			pd->eof = true;
 			break;
 		}
+		if (!h->caplen) { /* (whatever the link type) */
+			pd->dropped++;
+			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_SMALL, 1);
+			continue;
+		}
 		if (pd->kind == L2_LINK) {
 			int r = rxp_decap_payload((uint32_t)pd->dlt, data, h->caplen, &et);
 
@@ -156,10 +163,6 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 				continue;
 			}
 			skip = (uint32_t)r;
-		} else if (!h->caplen) {
-			pd->dropped++;
-			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_SMALL, 1);
-			continue;
 		}
 		len = h->caplen - skip;
 		pkt = rxp_pkt_alloc(d->pp, len);
@@ -262,6 +265,13 @@ bool rxp_dev_is_raw_ip(const struct rxp_dev *d)
 	return ((const struct pcapdev *)d)->kind != L2_ETH;
 }
 
+bool rxp_dev_strips_link(const struct rxp_dev *d)
+{
+	while (d && d->inner)
+		d = d->inner;
+	return d && d->ops == &pcap_ops && ((const struct pcapdev *)d)->kind == L2_LINK;
+}
+
 /* ---- the sim NIC's replay source ------------------------------------------ */
 
 struct src_pcap {
@@ -291,7 +301,7 @@ static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t
 					   : rxp_decap_payload((uint32_t)sp->dlt, data, n, &et);
 
 			if (skip < 0)
-				continue; /* (the device counts these) */
+				continue; /* (as the device drops them; not counted here) */
 			data += skip;
 			n -= (uint32_t)skip;
 			/* (a frame that is not IP keeps its EtherType, or 0 when
