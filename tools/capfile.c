@@ -50,7 +50,7 @@ static bool is_raw(int dlt)
 }
 
 /* A frame of link type dlt that nothing here reads: said once per type. */
-static void unread_type(struct capfile *cf, int dlt)
+static void unread_type(struct capfile *cf, int dlt, uint64_t number)
 {
 	const char *name = dlt >= 0 ? pcap_datalink_val_to_name(dlt) : NULL;
 
@@ -64,7 +64,7 @@ static void unread_type(struct capfile *cf, int dlt)
 		rxp_log(RXP_LOG_WARN,
 			"frames without a link type (record %llu on) are not read: "
 			"counted as unsupported_linktype",
-			(unsigned long long)(cf->rx_packets + cf->dropped + 1));
+			(unsigned long long)number);
 	else
 		rxp_log(RXP_LOG_WARN,
 			"frames of link type %d%s%s%s are not read: counted as "
@@ -118,7 +118,7 @@ static int cf_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned 
 			int s;
 
 			if (r.dlt < 0 || !rxp_decap_linktype_known((uint32_t)r.dlt)) {
-				unread_type(cf, r.dlt);
+				unread_type(cf, r.dlt, r.number);
 				drop(cf, RXP_DROP_LINKTYPE);
 				continue;
 			}
@@ -200,6 +200,7 @@ static const struct rxp_dev_ops capfile_ops = {
 struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char *err, size_t errlen)
 {
 	struct capfile *cf = calloc(1, sizeof(*cf));
+	int dlt;
 
 	if (!cf) {
 		snprintf(err, errlen, "%s", strerror(ENOMEM));
@@ -207,6 +208,24 @@ struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char 
 	}
 	cf->in = dio_open_in(path, err, errlen);
 	if (!cf->in) {
+		free(cf);
+		return NULL;
+	}
+	/* A file of one link type nothing here reads is refused, as the
+	 * pcap device refuses it (and rxpath defrag a file of none); a
+	 * pcapng of several is read frame by frame. */
+	dlt = dio_in_dlt(cf->in);
+	if (dlt != DIO_DLT_PER_FRAME && dlt != RXP_LINKTYPE_ETHERNET && !is_raw(dlt) &&
+	    (dlt < 0 || !rxp_decap_linktype_known((uint32_t)dlt))) {
+		if (dlt < 0)
+			snprintf(err, errlen,
+				 "read as %s with link type '%s', it has no frames a pcap or "
+				 "pcapng can hold (is it a capture?)",
+				 dio_in_format(cf->in), dio_in_encap_name(cf->in));
+		else
+			snprintf(err, errlen, "its link type %d (%s) is not one rxpath reads", dlt,
+				 dio_in_encap_name(cf->in));
+		dio_close_in(cf->in);
 		free(cf);
 		return NULL;
 	}

@@ -269,6 +269,20 @@ enum dio_end dio_in_end(const struct dio_in *in, const char **why)
 	return in->end;
 }
 
+int dio_in_dlt(const struct dio_in *in)
+{
+	int e = wtap_file_encap(in->wth);
+
+	if (e == WTAP_ENCAP_PER_PACKET)
+		return DIO_DLT_PER_FRAME;
+	return e >= 0 && e < ENCAP_MAX ? dio_encap_dlt[e] : -1;
+}
+
+const char *dio_in_encap_name(const struct dio_in *in)
+{
+	return wtap_encap_description(wtap_file_encap(in->wth));
+}
+
 bool dio_in_is_pcapng(const struct dio_in *in)
 {
 	return wtap_file_type_subtype(in->wth) == wtap_pcapng_file_type_subtype();

@@ -67,6 +67,14 @@ enum dio_end dio_in_end(const struct dio_in *in, const char **why);
  * pages. */
 void dio_in_refs(struct dio_in *in, uint64_t max_bytes);
 bool dio_in_is_pcapng(const struct dio_in *in);
+/* IN's link type (DLT_ value) when its frames all have one, as a pcap's
+ * do; DIO_DLT_PER_FRAME when each frame has its own (a pcapng of several);
+ * -1 when it has none a pcap can hold (a file wiretap took for another
+ * format: a text file can pass for MP4). dio_in_encap_name: wiretap's
+ * words for it. */
+#define DIO_DLT_PER_FRAME (-2)
+int dio_in_dlt(const struct dio_in *in);
+const char *dio_in_encap_name(const struct dio_in *in);
 /* Name of the input's format ("pcap", "pcapng", ...) and compression
  * ("gzip", "zstd", "lz4" or NULL). */
 const char *dio_in_format(const struct dio_in *in);

@@ -338,6 +338,32 @@ assert j["datagrams"] == 200 and j["drops"] == {"unsupported_linktype": 3}, (j["
 PY
 	ok "run --pcap on Ethernet and USER0 interfaces: 200 datagrams, 3 frames unsupported_linktype, said once" ||
 	{ bad "run --pcap mixu.pcapng: rc $rc"; cat pu.json err; }
+# a text file wiretap takes for MP4 is not a capture to run --pcap either
+echo hello >hello.txt
+"$RXPATH" run -q --pcap hello.txt >/dev/null 2>err
+rc=$?
+[ $rc -eq 2 ] && grep -q "is it a capture?" err && ok "run --pcap on text read as MP4: exit 2, $(cat err)" ||
+	{ bad "run --pcap hello.txt: rc $rc"; cat err; }
+# capture --read of raw IP copies each record as it is, IP or not (only a
+# frame whose link headers were taken off is refused as not IP)
+$PY - <<'PY' || bad "write raw3.pcap"
+import struct
+ip = bytes([0x45, 0, 0, 20, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2])
+with open("raw3.pcap", "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 101))
+    for r in (b"\x00\x01\x02", ip):
+        f.write(struct.pack("<IIII", 1, 0, len(r), len(r)) + r)
+PY
+"$RXPATH" capture --read raw3.pcap --write raw3o.pcap --json >c3.json 2>err
+rc=$?
+read -r wr ni < <($PY -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["written"], j["not_ip"])' c3.json)
+recs() { $PY -c 'import struct,sys
+b = open(sys.argv[1], "rb").read(); i = 24; e = "<" if b[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+while i + 16 <= len(b):
+    n = struct.unpack_from(e + "I", b, i + 8)[0]; print(b[i + 16:i + 16 + n].hex()); i += 16 + n' "$1"; }
+[ $rc -eq 0 ] && [ "$wr $ni" = "2 0" ] && [ "$(recs raw3.pcap)" = "$(recs raw3o.pcap)" ] &&
+	ok "capture --read of raw IP: both records copied, the one that is not IP too" ||
+	{ bad "capture --read raw3.pcap: rc $rc, written $wr not_ip $ni"; cat err; }
 # capture --read (libpcap) cannot read it: said as that, not as a damaged file
 "$RXPATH" capture --read mixu.pcapng --write mixuo.pcap >/dev/null 2>err
 rc=$?
