@@ -38,6 +38,7 @@ struct capfile {
 	struct dio_in *in;
 	bool eof, cut;
 	uint64_t rx_packets, rx_bytes, dropped;
+	uint64_t snapped; /* records shorter than on the wire (caplen < len) */
 	uint64_t first_ns, last_ns;
 	int said[CF_SAID];
 	unsigned nsaid;
@@ -104,11 +105,22 @@ static int cf_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned 
 					(unsigned long long)(cf->rx_packets + cf->dropped),
 					end == DIO_CUT ? "cut inside a record" : "unreadable", why);
 			}
+			/* frames cut by the capture's snapshot length are read as
+			 * they are; their IP is then cut short (ip_truncated),
+			 * and the count alone does not say why: said once */
+			if (cf->snapped)
+				rxp_log(RXP_LOG_WARN,
+					"%llu frames were cut short by the capture's snapshot "
+					"length (fewer bytes captured than on the wire): IP "
+					"packets and fragments among them are dropped as "
+					"ip_truncated",
+					(unsigned long long)cf->snapped);
 			cf->eof = true;
 			break;
 		}
 		if (!r.packet)
 			continue;
+		cf->snapped += r.caplen < r.len;
 		eth = r.dlt == RXP_LINKTYPE_ETHERNET;
 		if (!r.caplen) {
 			drop(cf, RXP_DROP_PKT_TOO_SMALL);

@@ -15,7 +15,7 @@ set -u
 SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 RXPATH=${RXPATH:-$SRC/build/release/rxpath}
 PY=/usr/bin/python3
-for t in tshark capinfos mergecap gzip; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
+for t in tshark capinfos mergecap editcap gzip; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 $PY -c 'import scapy, jsonschema' 2>/dev/null || { echo "SKIP: scapy or jsonschema missing in $PY"; exit 77; }
 T=$(mktemp -d)
 . "$SRC/tests/tools/sanitizer.sh"
@@ -338,6 +338,20 @@ assert j["datagrams"] == 200 and j["drops"] == {"unsupported_linktype": 3}, (j["
 PY
 	ok "run --pcap on Ethernet and USER0 interfaces: 200 datagrams, 3 frames unsupported_linktype, said once" ||
 	{ bad "run --pcap mixu.pcapng: rc $rc"; cat pu.json err; }
+# a capture cut by its snapshot length: run --pcap says why its IP is
+# cut short (ip_truncated), once
+$PY - <<'PY' || bad "write snap.pcap"
+from scapy.all import Ether, IP, UDP, Raw, fragment, wrpcap
+pk = [f for i in range(5) for f in fragment(Ether() / IP(src="10.3.0.1", dst="10.3.0.2", id=i) / UDP(sport=1, dport=9) / Raw(b"s" * 3000), 1480)]
+wrpcap("snapfull.pcap", pk)
+PY
+editcap -s 100 snapfull.pcap snap.pcap 2>/dev/null || bad "editcap -s 100"
+"$RXPATH" run -q -w 1 --pcap snap.pcap --json >ps.json 2>err
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c '10 frames were cut short by the capture.s snapshot length' err)" = 1 ] &&
+	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["drops"]["ip_truncated"] == 10 and d["datagrams"] == 0, d["drops"]' ps.json &&
+	ok "run --pcap on a capture cut to 100 bytes: 10 frames ip_truncated, the snapshot length named once" ||
+	{ bad "run --pcap snap.pcap: rc $rc"; cat err ps.json; }
 # a text file wiretap takes for MP4 is not a capture to run --pcap either
 echo hello >hello.txt
 "$RXPATH" run -q --pcap hello.txt >/dev/null 2>err
