@@ -140,6 +140,9 @@ static int parse(int argc, char **argv, struct cap_opts *o)
 		return rxp_usage_error(CMD, "give one of --iface, --read and --dev");
 	if (!strcmp(o->wr, "-") && isatty(STDOUT_FILENO))
 		return rxp_usage_error(CMD, "refusing to write a capture to a terminal");
+	/* (libpcap would wait for a capture typed in) */
+	if (o->rd && !strcmp(o->rd, "-") && isatty(STDIN_FILENO))
+		return rxp_usage_error(CMD, "refusing to read a capture from a terminal");
 	if (rxp_refuse_overwrite(CMD, o->rd, o->wr) ||
 	    rxp_refuse_spec_overwrite(CMD, o->spec, o->wr))
 		return RXP_EXIT_USAGE;

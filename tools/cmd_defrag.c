@@ -809,6 +809,8 @@ static int defrag_main(int argc, char **argv)
 	clk.median = !s.kernel && cfg.timeout_v4_ns != NO_TIMEOUT_NS;
 	if (!strcmp(c.out_name, "-") && isatty(STDOUT_FILENO))
 		return rxp_usage_error(CMD, "refusing to write a capture to a terminal");
+	if (!strcmp(inpath, "-") && isatty(STDIN_FILENO))
+		return rxp_usage_error(CMD, "refusing to read a capture from a terminal");
 	if (dio_check_paths(inpath, c.out_name, err, sizeof(err)))
 		return rxp_usage_error(CMD, "%s", err);
 	/* Before OUT is opened: a refused command writes nothing. OUT is

@@ -602,6 +602,8 @@ static int run_main(int argc, char **argv)
 	out = o.write && !strcmp(o.write, "-") ? stderr : stdout;
 	if (out == stderr && isatty(STDOUT_FILENO))
 		return rxp_usage_error(CMD, "refusing to write a capture to a terminal");
+	if (o.pcap && !strcmp(o.pcap, "-") && isatty(STDIN_FILENO))
+		return rxp_usage_error(CMD, "refusing to read a capture from a terminal");
 	if ((rc = rxp_refuse_overwrite(CMD, o.pcap, o.write)) ||
 	    (rc = rxp_refuse_spec_overwrite(CMD, o.spec, o.write)))
 		return rc;

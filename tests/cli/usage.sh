@@ -15,7 +15,7 @@ set -u
 SRC=${RXP_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 RXPATH=${RXPATH:-$SRC/build/release/rxpath}
 PY=/usr/bin/python3
-for t in tshark capinfos mergecap editcap gzip; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
+for t in tshark capinfos mergecap editcap gzip script; do command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }; done
 $PY -c 'import scapy, jsonschema' 2>/dev/null || { echo "SKIP: scapy or jsonschema missing in $PY"; exit 77; }
 T=$(mktemp -d)
 . "$SRC/tests/tools/sanitizer.sh"
@@ -352,6 +352,13 @@ rc=$?
 	$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["drops"]["ip_truncated"] == 10 and d["datagrams"] == 0, d["drops"]' ps.json &&
 	ok "run --pcap on a capture cut to 100 bytes: 10 frames ip_truncated, the snapshot length named once" ||
 	{ bad "run --pcap snap.pcap: rc $rc"; cat err ps.json; }
+# "-" (stdin) at a terminal: refused, not waited on (script(1) gives the
+# command a terminal)
+for args in "run -q --pcap -" "capture --read - --write tty.pcap" "defrag - tty.pcap"; do
+	out=$(timeout 10 script -qec "'$RXPATH' $args; echo rc=\$?" /dev/null </dev/null | tr -d '\r')
+	echo "$out" | grep -q "refusing to read a capture from a terminal" && echo "$out" | grep -q "rc=2" &&
+		ok "$args at a terminal: refused, exit 2" || bad "$args at a terminal: $out"
+done
 # a text file wiretap takes for MP4 is not a capture to run --pcap either
 echo hello >hello.txt
 "$RXPATH" run -q --pcap hello.txt >/dev/null 2>err
