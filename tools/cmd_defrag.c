@@ -705,8 +705,17 @@ static int parse_args(int argc, char **argv, struct settings *s, struct rxp_defr
 		case 'p':
 			s->all = !strcmp(optarg, "all");
 			cfg->policy = RXP_DEFRAG_STRICT;
-			if (!s->all && rxp_defrag_policy_parse(optarg, &cfg->policy))
-				return rxp_usage_error(CMD, "unknown --policy '%s'", optarg);
+			if (!s->all && rxp_defrag_policy_parse(optarg, &cfg->policy)) {
+				char names[160] = "";
+
+				for (unsigned k = 0; k < RXP_DEFRAG_POLICY_MAX; k++) {
+					strcat(names,
+					       rxp_defrag_policy_name((enum rxp_defrag_policy)k));
+					strcat(names, ", ");
+				}
+				return rxp_usage_error(CMD, "unknown --policy '%s' (%sall)", optarg,
+						       names);
+			}
 			break;
 		case 'F':
 			cfg->forward = true;

@@ -58,6 +58,7 @@ usage capture capture --dev sim:count=10 --write x.pcap --count -1
 usage capture capture --dev sim:count=10 --write x.pcap extra
 usage capture capture --dev sim:count=10
 usage capture capture --dev sim:count=10 --write x.pcap --queues 65
+usage defrag defrag --policy nosuch a.pcap b.pcap
 usage capture capture --dev sim:hw_burst=65537 --write x.pcap
 grep -q "bad value '65537' for 'hw_burst'" err && ok "sim: a value out of range is named as such" ||
 	bad "sim hw_burst=65537: $(cat err)"
