@@ -214,7 +214,7 @@ int rxp_opt_duration(const char *cmd, const char *opt, const char *arg, uint64_t
 
 	if (!rxp_parse_duration(arg, min_ns, max_ns, ns, &why))
 		return 0;
-	fprintf(stderr, "rxpath %s: bad %s '%s': %s (seconds, %g..%g)\n", cmd, opt, arg, why,
+	fprintf(stderr, "rxpath %s: bad %s '%s': %s (seconds, %.9g..%.9g)\n", cmd, opt, arg, why,
 		(double)min_ns / 1e9, (double)max_ns / 1e9);
 	return -1;
 }
