@@ -7,12 +7,11 @@
  * defrag_io.c), which does all three, so that run reads every capture
  * defrag reads.
  *
- * Each frame by its own link type, as the library's pcap device does a
- * file's: Ethernet whole (classified from its header), raw IP as it is,
- * and the link types rxp_decap_link knows with their headers taken off (a
- * frame that is not IP keeps the EtherType they say, or none); a frame of
- * another link type is dropped and counted (unsupported_linktype), and
- * said once per link type. Records that are not packets (a pcapng's
+ * Each frame by its own link type, made a packet as the library's pcap
+ * device makes a frame of its file (rxp_dev_frame_pkt: Ethernet whole, raw
+ * IP as it is, other link types' headers taken off); a frame of a link type
+ * nothing reads is dropped and counted (unsupported_linktype), and said
+ * once per link type. Records that are not packets (a pcapng's
  * statistics, say) are skipped. libpcap stays behind `--dev pcap:PATH`,
  * the sim NIC's replay source and capture --read, which write or replay
  * one link type.
@@ -43,12 +42,6 @@ struct capfile {
 	int said[CF_SAID];
 	unsigned nsaid;
 };
-
-static bool is_raw(int dlt)
-{
-	return dlt == RXP_LINKTYPE_RAW || dlt == 12 || dlt == 14 || dlt == RXP_LINKTYPE_IPV4 ||
-	       dlt == RXP_LINKTYPE_IPV6;
-}
 
 /* A frame of link type dlt that nothing here reads: said once per type. */
 static void unread_type(struct capfile *cf, int dlt, uint64_t number)
@@ -89,13 +82,12 @@ static int cf_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned 
 	while (got < n && !cf->eof) {
 		struct dio_rec r;
 		struct rxp_pkt *pkt;
-		uint32_t skip = 0, len;
-		uint16_t et = 0;
-		bool eth;
+		enum rxp_drop_reason why;
+		uint32_t len;
 
 		if (dio_read(cf->in, &r) != 1) {
-			const char *why;
-			enum dio_end end = dio_in_end(cf->in, &why);
+			const char *what;
+			enum dio_end end = dio_in_end(cf->in, &what);
 
 			/* as the pcap device: said once, counted for the caller */
 			if (end != DIO_EOF) {
@@ -103,7 +95,8 @@ static int cf_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned 
 				rxp_log(RXP_LOG_WARN,
 					"input cut off or corrupt after %llu frames (%s): %s",
 					(unsigned long long)(cf->rx_packets + cf->dropped),
-					end == DIO_CUT ? "cut inside a record" : "unreadable", why);
+					end == DIO_CUT ? "cut inside a record" : "unreadable",
+					what);
 			}
 			/* frames cut by the capture's snapshot length are read as
 			 * they are; their IP is then cut short (ip_truncated),
@@ -121,46 +114,23 @@ static int cf_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned 
 		if (!r.packet)
 			continue;
 		cf->snapped += r.caplen < r.len;
-		eth = r.dlt == RXP_LINKTYPE_ETHERNET;
-		if (!r.caplen) {
-			drop(cf, RXP_DROP_PKT_TOO_SMALL);
-			continue;
+		if (r.dlt < 0) {
+			pkt = NULL;
+			why = RXP_DROP_LINKTYPE;
+		} else {
+			pkt = rxp_dev_frame_pkt(d->pp, (uint32_t)r.dlt, r.data, r.caplen, &why);
 		}
-		if (!eth && !is_raw(r.dlt)) {
-			int s;
-
-			if (r.dlt < 0 || !rxp_decap_linktype_known((uint32_t)r.dlt)) {
-				unread_type(cf, r.dlt, r.number);
-				drop(cf, RXP_DROP_LINKTYPE);
-				continue;
-			}
-			s = rxp_decap_payload((uint32_t)r.dlt, r.data, r.caplen, &et);
-			if (s < 0) {
-				drop(cf, RXP_DROP_L2_MALFORMED);
-				continue;
-			}
-			skip = (uint32_t)s;
-		}
-		len = r.caplen - skip;
-		pkt = rxp_pkt_alloc(d->pp, len);
 		if (!pkt) {
-			drop(cf, RXP_DROP_PKT_TOO_BIG);
+			if (why == RXP_DROP_LINKTYPE)
+				unread_type(cf, r.dlt, r.number);
+			drop(cf, why);
 			continue;
 		}
-		memcpy(rxp_pkt_put(pkt, len), r.data + skip, len);
+		len = pkt->len;
 		pkt->tstamp_ns = r.ts_ns;
 		if (!cf->rx_packets)
 			cf->first_ns = pkt->tstamp_ns;
 		cf->last_ns = pkt->tstamp_ns;
-		if (et) {
-			pkt->protocol = et;
-			pkt->network_off = (uint16_t)(pkt->data - pkt->head);
-			pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
-		} else {
-			rxp_dev_classify(pkt, eth);
-			if (!eth && !is_raw(r.dlt))
-				pkt->protocol = 0; /* its link said nothing: not IP */
-		}
 		cf->rx_packets++;
 		cf->rx_bytes += len;
 		pkts[got++] = pkt;
@@ -227,8 +197,7 @@ struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char 
 	 * pcap device refuses it (and rxpath defrag a file of none); a
 	 * pcapng of several is read frame by frame. */
 	dlt = dio_in_dlt(cf->in);
-	if (dlt != DIO_DLT_PER_FRAME && dlt != RXP_LINKTYPE_ETHERNET && !is_raw(dlt) &&
-	    (dlt < 0 || !rxp_decap_linktype_known((uint32_t)dlt))) {
+	if (dlt != DIO_DLT_PER_FRAME && (dlt < 0 || !rxp_decap_linktype_known((uint32_t)dlt))) {
 		if (dlt < 0)
 			snprintf(err, errlen,
 				 "read as %s with link type '%s', it has no frames a pcap or "

@@ -192,6 +192,17 @@ struct rxp_dev *rxp_capture_wrap(struct rxp_dev *inner, const char *path, unsign
 struct rxp_dev *rxp_pcap_open(const char *path, struct rxp_pktpool *pp);
 /* true if the device's frames start at the IP header. */
 bool rxp_dev_is_raw_ip(const struct rxp_dev *d);
+/* A captured frame as a packet from pp, as the pcap device gives a frame
+ * of its file: linktype is the frame's (a LINKTYPE_ or DLT_ value), caplen
+ * bytes at frame. Ethernet is kept whole and classified; raw IP is kept as
+ * it is; another link type rxp_decap_link knows has its headers taken off
+ * (rxp_decap_payload: a frame that is not IP keeps the EtherType they say,
+ * else protocol 0). NULL when there is no packet to give, with *why:
+ * pkt_too_small (an empty frame), unsupported_linktype, l2_bad_header, or
+ * pkt_too_big (no buffer that large); counting it is the caller's. The
+ * timestamp is the caller's to set. */
+struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, const uint8_t *frame,
+				  uint32_t caplen, enum rxp_drop_reason *why);
 /* true if the device (through wrappers) is a pcap device that takes link
  * headers off its frames: then a frame that is not IP is what followed
  * them, no IP packet (a raw-IP file cannot hold it). */

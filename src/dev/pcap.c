@@ -97,6 +97,57 @@ static uint64_t ts_ns(const struct pcap_pkthdr *h)
 	return (uint64_t)sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 }
 
+static bool raw_link(uint32_t lt)
+{
+	return lt == DLT_RAW || lt == 12 || lt == 14 || lt == RXP_LINKTYPE_RAW || lt == DLT_IPV4 ||
+	       lt == DLT_IPV6;
+}
+
+struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, const uint8_t *frame,
+				  uint32_t caplen, enum rxp_drop_reason *why)
+{
+	bool eth = linktype == RXP_LINKTYPE_ETHERNET, raw = raw_link(linktype);
+	struct rxp_pkt *pkt;
+	uint32_t skip = 0;
+	uint16_t et = 0;
+
+	if (!caplen) { /* (whatever the link type) */
+		*why = RXP_DROP_PKT_TOO_SMALL;
+		return NULL;
+	}
+	if (!eth && !raw) {
+		int r;
+
+		if (!rxp_decap_linktype_known(linktype)) {
+			*why = RXP_DROP_LINKTYPE;
+			return NULL;
+		}
+		r = rxp_decap_payload(linktype, frame, caplen, &et);
+		if (r < 0) {
+			*why = RXP_DROP_L2_MALFORMED;
+			return NULL;
+		}
+		skip = (uint32_t)r;
+	}
+	pkt = rxp_pkt_alloc(pp, caplen - skip);
+	if (!pkt) {
+		*why = RXP_DROP_PKT_TOO_BIG;
+		return NULL;
+	}
+	memcpy(rxp_pkt_put(pkt, caplen - skip), frame + skip, caplen - skip);
+	if (et) {
+		/* the protocol is the link header's: classified once */
+		pkt->protocol = et;
+		pkt->network_off = (uint16_t)(pkt->data - pkt->head);
+		pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
+	} else {
+		rxp_dev_classify(pkt, eth);
+		if (!eth && !raw)
+			pkt->protocol = 0; /* its link said nothing: not IP */
+	}
+	return pkt;
+}
+
 /* ---- the device ----------------------------------------------------------- */
 
 struct pcapdev {
@@ -120,9 +171,9 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 		struct pcap_pkthdr *h;
 		const u_char *data;
 		int rc = pcap_next_ex(pd->p, &h, &data);
-		uint32_t skip = 0, len;
-		uint16_t et = 0;
+		enum rxp_drop_reason why;
 		struct rxp_pkt *pkt;
+		uint32_t len;
 
 		if (rc != 1) {
 			/* -2: the end; -1: a record cut short or corrupt
@@ -149,43 +200,17 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			pd->eof = true;
 			break;
 		}
-		if (!h->caplen) { /* (whatever the link type) */
-			pd->dropped++;
-			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_SMALL, 1);
-			continue;
-		}
-		if (pd->kind == L2_LINK) {
-			int r = rxp_decap_payload((uint32_t)pd->dlt, data, h->caplen, &et);
-
-			if (r < 0) {
-				pd->dropped++;
-				rxp_pktpool_count_drop(d->pp, RXP_DROP_L2_MALFORMED, 1);
-				continue;
-			}
-			skip = (uint32_t)r;
-		}
-		len = h->caplen - skip;
-		pkt = rxp_pkt_alloc(d->pp, len);
+		pkt = rxp_dev_frame_pkt(d->pp, (uint32_t)pd->dlt, data, h->caplen, &why);
 		if (!pkt) {
 			pd->dropped++;
-			rxp_pktpool_count_drop(d->pp, RXP_DROP_PKT_TOO_BIG, 1);
+			rxp_pktpool_count_drop(d->pp, why, 1);
 			continue;
 		}
-		memcpy(rxp_pkt_put(pkt, len), data + skip, len);
+		len = pkt->len;
 		pkt->tstamp_ns = ts_ns(h);
 		if (!pd->rx_packets)
 			pd->first_ns = pkt->tstamp_ns;
 		pd->last_ns = pkt->tstamp_ns;
-		if (et) {
-			/* the protocol is the link header's: classified once */
-			pkt->protocol = et;
-			pkt->network_off = (uint16_t)(pkt->data - pkt->head);
-			pkt->hash = rxp_rss_hash(pkt->data, rxp_pkt_headlen(pkt), false);
-		} else {
-			rxp_dev_classify(pkt, pd->kind == L2_ETH);
-			if (pd->kind == L2_LINK)
-				pkt->protocol = 0; /* it said nothing: not IP */
-		}
 		pd->rx_packets++;
 		pd->rx_bytes += len;
 		pkts[got++] = pkt;
