@@ -35,6 +35,14 @@
  * PPP, Cisco HDLC, NFLOG, 802.11 and radiotap), which is taken off. */
 enum l2kind { L2_ETH, L2_RAW, L2_LINK };
 
+/* Raw IP, under any of its link type values (DLT_RAW is 12, 14 on
+ * OpenBSD; LINKTYPE_RAW 101; IPV4, IPV6). */
+static bool raw_link(uint32_t lt)
+{
+	return lt == DLT_RAW || lt == 12 || lt == 14 || lt == RXP_LINKTYPE_RAW || lt == DLT_IPV4 ||
+	       lt == DLT_IPV6;
+}
+
 /* Open a capture: the file with fopen, so that a missing or unreadable
  * file fails with its own errno (libpcap would report its text only), then
  * libpcap on the stream. "-" is standard input. The error logged names the
@@ -63,7 +71,7 @@ static int open_offline(const char *path, pcap_t **out, enum l2kind *kind, int *
 	dlt = pcap_datalink(p);
 	if (dlt == DLT_EN10MB) {
 		*kind = L2_ETH;
-	} else if (dlt == DLT_RAW || dlt == DLT_IPV4 || dlt == DLT_IPV6) {
+	} else if (dlt >= 0 && raw_link((uint32_t)dlt)) {
 		*kind = L2_RAW;
 	} else if (dlt >= 0 && rxp_decap_linktype_known((uint32_t)dlt)) {
 		*kind = L2_LINK;
@@ -95,12 +103,6 @@ static uint64_t ts_ns(const struct pcap_pkthdr *h)
 	if (sec < 0 && sec >= INT32_MIN)
 		sec += (int64_t)1 << 32;
 	return (uint64_t)sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
-}
-
-static bool raw_link(uint32_t lt)
-{
-	return lt == DLT_RAW || lt == 12 || lt == 14 || lt == RXP_LINKTYPE_RAW || lt == DLT_IPV4 ||
-	       lt == DLT_IPV6;
 }
 
 struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, const uint8_t *frame,
