@@ -105,6 +105,46 @@ static uint64_t ts_ns(const struct pcap_pkthdr *h)
 	return (uint64_t)sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 }
 
+/* Whether an Ethernet frame (after up to two VLAN tags) is MPLS or a PPPoE
+ * session: links a capture holds whole, as tshark reads them, where the IP
+ * packet sits behind more headers than the classifier reads. */
+static bool eth_carried(const uint8_t *f, uint32_t len)
+{
+	uint32_t off = RXP_ETH_HLEN;
+	uint16_t et;
+
+	if (len < RXP_ETH_HLEN)
+		return false;
+	et = (uint16_t)(f[12] << 8 | f[13]);
+	for (int i = 0; i < 2 && (et == RXP_ETH_P_8021Q || et == 0x88a8); i++) {
+		if (len < off + 4)
+			return false;
+		et = (uint16_t)(f[off + 2] << 8 | f[off + 3]);
+		off += 4;
+	}
+	return et == 0x8847 || et == 0x8848 || et == 0x8864;
+}
+
+/* Such a frame, kept whole in pkt: its IP packet found through the wire
+ * layer (rxp_decap_link), so the stack pulls to it and a capture written
+ * from the device still has the frame. A payload that is not IP (a PPPoE
+ * session's LCP, an MPLS pseudowire) is left not IP; false when the
+ * headers do not parse. */
+static bool eth_carried_ip(struct rxp_pkt *pkt, const uint8_t *frame, uint32_t len)
+{
+	struct rxp_decap d;
+	int r = rxp_decap_link(&d, RXP_LINKTYPE_ETHERNET, frame, len);
+
+	if (r == RXP_DECAP_NOT_IP)
+		return true;
+	if (r != RXP_DECAP_OK)
+		return false;
+	pkt->protocol = d.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
+	pkt->network_off = (uint16_t)(pkt->data - pkt->head + d.ip_off);
+	pkt->hash = rxp_rss_hash(frame + d.ip_off, len - d.ip_off, false);
+	return true;
+}
+
 struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, const uint8_t *frame,
 				  uint32_t caplen, enum rxp_drop_reason *why)
 {
@@ -146,6 +186,12 @@ struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, con
 		rxp_dev_classify(pkt, eth);
 		if (!eth && !raw)
 			pkt->protocol = 0; /* its link said nothing: not IP */
+		else if (eth && !pkt->protocol && eth_carried(frame, caplen) &&
+			 !eth_carried_ip(pkt, frame, caplen)) {
+			rxp_pkt_consume(pkt);
+			*why = RXP_DROP_L2_MALFORMED;
+			return NULL;
+		}
 	}
 	return pkt;
 }

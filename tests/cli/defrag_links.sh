@@ -15,7 +15,8 @@
 # VNI, TEID, session or endpoint,
 # and a pcapng whose interfaces have different link types. rxpath run
 # --pcap, a host's receive path, then reads every capture whose link it
-# takes off (not the tunnels: a host opens none).
+# takes off, MPLS and PPPoE over Ethernet too (not the tunnels: a host
+# opens none).
 # For each capture: what tshark reassembles from it (UDP length and payload
 # bytes of each datagram) must be exactly what rxpath writes, with no
 # fragment left and no bad checksum it made; per tunnel for the others.
@@ -187,9 +188,9 @@ for k in $ckinds; do
 done
 # rxpath run --pcap: the same datagrams from each capture whose link
 # headers the pcap device takes off, every record read (none dropped as a
-# bad header), nothing dropped. Tunnels are left out (a host opens none),
-# and MPLS and PPPoE over Ethernet (it gives those to no IP stack: counted
-# as not IP).
+# bad header), nothing dropped. Tunnels are left out (a host opens none);
+# MPLS and PPPoE over Ethernet are read, as a host with those links up
+# would.
 runpcap() { # kind, capture, datagrams sent in it
 	local k=$1 in=$2 recs res
 	recs=$(capinfos -c -M "$in" 2>/dev/null | awk '/Number of packets/ {print $NF}')
@@ -210,7 +211,7 @@ for k in tcpdump_eth:eth.pcap tcpdump_any_sll2:sll2.pcap tcpdump_sll:sll.pcap \
 	case $k in tcpdump_lo:*) n=6 ;; dumpcap_nflog_lo:*) n=14 ;; *) n=10 ;; esac
 	runpcap "${k%%:*}" "$T/${k#*:}" $n
 done
-for k in vlan qinq ppp ppp_hdlc chdlc null loop raw ipv4 ipv6 nflog wlan radiotap; do
+for k in vlan qinq mpls pppoe ppp ppp_hdlc chdlc null loop raw ipv4 ipv6 nflog wlan radiotap; do
 	case $k in ipv4 | ipv6) n=5 ;; *) n=10 ;; esac
 	runpcap "wrap_$k" "$T/w/$k.pcap" $n
 done

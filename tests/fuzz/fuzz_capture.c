@@ -9,7 +9,8 @@
  * obsolete packet blocks for any interface (some that do not exist),
  * statistics, name-resolution, custom and unknown blocks, a block whose
  * lengths disagree, a file cut short. libpcap parses the file; rxpath maps
- * link types, strips cooked headers, converts timestamps and classifies.
+ * link types, strips cooked headers, converts timestamps and classifies
+ * (finding the IP packet of an Ethernet record that is MPLS or PPPoE).
  *
  * The target knows every packet record it wrote, so what the device gives
  * must be those records, in order, as far as libpcap reads (it may stop at
@@ -66,6 +67,40 @@ static bool link_model(uint32_t lt, const uint8_t *r, uint32_t n, uint32_t *skip
 	}
 	return *skip < n;
 }
+/* The model of the pcap device for an Ethernet record: delivered whole;
+ * one whose EtherType (after up to two VLAN tags) is MPLS or a PPPoE
+ * session gets its IP packet found through the wire layer (*et, *l3: the
+ * protocol and the network offset it must have; 0 and 0 for the others),
+ * and is left out (false) when those headers do not parse. The replay
+ * source gives every record. */
+static bool eth_model(const uint8_t *r, uint32_t n, uint16_t *et, uint32_t *l3)
+{
+	uint32_t off = RXP_ETH_HLEN;
+	struct rxp_decap dc;
+	uint16_t t;
+	int rc;
+
+	*et = 0;
+	*l3 = 0;
+	if (n < RXP_ETH_HLEN)
+		return true;
+	t = (uint16_t)(r[12] << 8 | r[13]);
+	for (int i = 0; i < 2 && (t == 0x8100 || t == 0x88a8); i++) {
+		if (n < off + 4)
+			return true;
+		t = (uint16_t)(r[off + 2] << 8 | r[off + 3]);
+		off += 4;
+	}
+	if (t != 0x8847 && t != 0x8848 && t != 0x8864)
+		return true;
+	rc = rxp_decap_link(&dc, RXP_LINKTYPE_ETHERNET, r, n);
+	if (rc == RXP_DECAP_OK) {
+		*et = dc.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
+		*l3 = dc.ip_off;
+	}
+	return rc == RXP_DECAP_OK || rc == RXP_DECAP_NOT_IP;
+}
+
 static const uint32_t snaps[8] = {65535, 262144, 128, 9000, 64, 0, 1500, 65535};
 
 struct rec {
@@ -77,6 +112,8 @@ struct rec {
 	bool ok, may_drop;
 	uint32_t skip;
 	uint16_t et;
+	uint32_t l3; /* Ethernet: the network offset it must have, or 0 */
+	bool dev_out; /* the device leaves it out (the replay source does not) */
 };
 
 static uint8_t file[FILEMAX];
@@ -137,6 +174,21 @@ static void put_data(struct fz_in *in, uint32_t caplen, int kind, uint32_t lt, u
 		r[0] = (r[8] & 1) ? 0x86 : 0x08;
 		r[1] = (r[8] & 1) ? 0xdd : 0x00;
 		r[20] = (uint8_t)((r[20] & 0x0f) | ((r[8] & 1) ? 0x60 : 0x40));
+	} else if (kind == 0 && caplen > 24 && (r[0] & 7) == 1) {
+		/* MPLS, one label, bottom of stack, then IP */
+		r[12] = 0x88;
+		r[13] = 0x47;
+		r[16] |= 1;
+		r[18] = (uint8_t)((r[18] & 0x0f) | ((r[1] & 1) ? 0x60 : 0x40));
+	} else if (kind == 0 && caplen > 24 && (r[0] & 7) == 2) {
+		/* a PPPoE session (version 1, type 1, code 0) with IP in PPP */
+		r[12] = 0x88;
+		r[13] = 0x64;
+		r[14] = 0x11;
+		r[15] = 0;
+		r[20] = 0;
+		r[21] = (r[1] & 1) ? 0x57 : 0x21;
+		r[22] = (uint8_t)((r[22] & 0x0f) | ((r[1] & 1) ? 0x60 : 0x40));
 	} else if (kind == 2 && lt == 0 && caplen > 4 && (r[1] & 3)) {
 		r[0] = (r[1] & 1) ? 10 : 2;
 		r[1] = r[2] = r[3] = 0;
@@ -144,9 +196,11 @@ static void put_data(struct fz_in *in, uint32_t caplen, int kind, uint32_t lt, u
 	}
 	flen += caplen;
 	if (nrec < MAXREC)
-		recs[nrec++] = (struct rec){
-			at,    caplen, ts_ns, be != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__),
-			false, false,  0,     0};
+		recs[nrec++] =
+			(struct rec){.off = at,
+				     .caplen = caplen,
+				     .ts_ns = ts_ns,
+				     .swapped = be != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)};
 }
 
 /* A pcapng block: type, body, lengths (bad: the trailing length is off). */
@@ -364,8 +418,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		r->skip = 0;
 		r->et = 0;
+		r->l3 = 0;
 		r->ok = kind == 2 ? link_model(lt, file + r->off, r->caplen, &r->skip, &r->et)
 				  : r->caplen > 0;
+		r->dev_out =
+			kind == 0 && r->ok && !eth_model(file + r->off, r->caplen, &r->et, &r->l3);
 		r->may_drop = !r->ok || r->caplen > min_snap;
 	}
 
@@ -388,15 +445,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (;; k++) {
 				FZ_CHECK(k < nrec);
 				r = &recs[k];
-				if (r->ok && p->len > 0 && p->len + r->skip <= r->caplen &&
+				if (r->ok && !r->dev_out && p->len > 0 &&
+				    p->len + r->skip <= r->caplen &&
 				    !memcmp(pbuf, file + r->off + r->skip, p->len))
 					break;
-				FZ_CHECK(r->may_drop); /* a record it may leave out */
+				/* a record it may leave out */
+				FZ_CHECK(r->may_drop || r->dev_out);
 			}
 			if (r->ts_ns != UINT64_MAX)
 				FZ_CHECK(p->tstamp_ns == r->ts_ns);
 			if (kind == 2)
 				FZ_CHECK(p->protocol == r->et);
+			/* an MPLS or PPPoE frame: its IP packet found, where
+			 * the whole record was read */
+			if (kind == 0 && r->l3 && p->len == r->caplen)
+				FZ_CHECK(p->protocol == r->et &&
+					 p->network_off == (p->data - p->head) + r->l3);
 			k++;
 			rxp_pkt_consume(p);
 		}

@@ -740,6 +740,42 @@ static void test_pcap_link_headers(void **state)
 	assert_memory_equal(pk[0]->data, ip, 40);
 	rxp_pkt_consume(pk[0]);
 	assert_int_equal(rxp_dev_close(d), 0);
+	/* Ethernet: an MPLS (two labels) and a PPPoE session frame stay
+	 * whole, with network_off at their IP packet; a label stack cut
+	 * short is a bad header */
+	{
+		uint8_t mpls[14 + 8 + 40] = {0,	   0,	 0, 0,	  0,	2,    0, 0,
+					     0,	   0,	 0, 1,	  0x88, 0x47, 0, 0x06,
+					     0x40, 0x40, 0, 0x0c, 0x81, 0x40};
+		uint8_t pppoe[14 + 8 + 40] = {0, 0,    0,    0,	   0, 2, 0, 0, 0,  0, 0,
+					      1, 0x88, 0x64, 0x11, 0, 0, 7, 0, 42, 0, 0x21};
+		uint8_t cut[14 + 4] = {0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0x47, 0, 0x06};
+
+		memcpy(mpls + 22, ip, 40);
+		memcpy(pppoe + 22, ip, 40);
+		recs[0] = mpls;
+		lens[0] = sizeof(mpls);
+		recs[1] = pppoe;
+		lens[1] = sizeof(pppoe);
+		recs[2] = cut;
+		lens[2] = sizeof(cut);
+		write_link_pcap(path, 1, recs, lens, 3);
+		d = rxp_capture_wrap(rxp_pcap_open(path, pp), out, RXP_CAPTURE_RX);
+		assert_non_null(d);
+		assert_int_equal(rxp_dev_rx_burst(d, 0, pk, 8), 2);
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(pk[i]->protocol, RXP_ETH_P_IP);
+			assert_int_equal(pk[i]->len, lens[i]);
+			assert_memory_equal(pk[i]->data, recs[i], lens[i]);
+			assert_int_equal(pk[i]->network_off, pk[i]->data - pk[i]->head + 22);
+			rxp_pkt_consume(pk[i]);
+		}
+		rxp_dev_get_stats(d, &st);
+		assert_int_equal(st.captured, 2); /* written as they came */
+		assert_int_equal(rxp_dev_close(d), 0);
+		rxp_pktpool_get_stats(pp, &ps);
+		assert_int_equal(ps.drops[RXP_DROP_L2_MALFORMED], 3);
+	}
 	/* a link type nothing here knows is refused at open */
 	write_link_pcap(path, 147, recs, lens, 1);
 	errno = 0;
