@@ -196,7 +196,7 @@ bool rxp_dev_is_raw_ip(const struct rxp_dev *d);
  * of its file: linktype is the frame's (a LINKTYPE_ or DLT_ value), caplen
  * bytes at frame. Ethernet is kept whole and classified (an MPLS or PPPoE
  * session frame's IP packet found through rxp_decap_link: network_off at
- * it; l2_bad_header when those headers do not parse); raw IP is kept as
+ * it; not IP when those headers do not parse); raw IP is kept as
  * it is; another link type rxp_decap_link knows has its headers taken off
  * (rxp_decap_payload: a frame that is not IP keeps the EtherType they say,
  * else protocol 0). NULL when there is no packet to give, with *why:

@@ -99,8 +99,12 @@ void rxp_gen_fill_payload(uint8_t *p, uint32_t len, uint32_t seq, uint64_t x);
 
 /* A frame source the sim NIC can replay: the generator or a pcap file. */
 struct rxp_src {
-	/* 0 and a frame; -EAGAIN: none this time (the sim NIC asks again at
-	 * its next poll); another negative errno: the source's end or error. */
+	/* 0 and a frame; RXP_SRC_SKIPPED: a record it could make no frame of
+	 * (*len is why, an enum rxp_drop_reason: its link headers do not
+	 * parse, it is empty, or larger than a jumbo frame), which the sim NIC
+	 * counts as a drop and asks again; -EAGAIN: none this time (the sim
+	 * NIC asks again at its next poll); another negative errno: the
+	 * source's end or error. */
 	int (*next)(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len);
 	void (*close)(struct rxp_src *s);
 	/* Optional: the frame next() gave last was dropped by the sim NIC's
@@ -109,6 +113,7 @@ struct rxp_src {
 	void (*dropped)(struct rxp_src *s, const uint8_t *frame, uint32_t len,
 			enum rxp_drop_reason reason);
 };
+#define RXP_SRC_SKIPPED 1
 struct rxp_src *rxp_src_gen(const struct rxp_gen_config *cfg);
 /* Frames of a pcap/pcapng file; raw-IP frames get an Ethernet header. */
 struct rxp_src *rxp_src_pcap(const char *path);

@@ -128,21 +128,18 @@ static bool eth_carried(const uint8_t *f, uint32_t len)
 /* Such a frame, kept whole in pkt: its IP packet found through the wire
  * layer (rxp_decap_link), so the stack pulls to it and a capture written
  * from the device still has the frame. A payload that is not IP (a PPPoE
- * session's LCP, an MPLS pseudowire) is left not IP; false when the
- * headers do not parse. */
-static bool eth_carried_ip(struct rxp_pkt *pkt, const uint8_t *frame, uint32_t len)
+ * session's LCP, an MPLS pseudowire), or headers that do not parse, leave
+ * it not IP, as a frame with a VLAN tag cut short is: a NIC delivers it,
+ * and the stack counts it. */
+static void eth_carried_ip(struct rxp_pkt *pkt, const uint8_t *frame, uint32_t len)
 {
 	struct rxp_decap d;
-	int r = rxp_decap_link(&d, RXP_LINKTYPE_ETHERNET, frame, len);
 
-	if (r == RXP_DECAP_NOT_IP)
-		return true;
-	if (r != RXP_DECAP_OK)
-		return false;
+	if (rxp_decap_link(&d, RXP_LINKTYPE_ETHERNET, frame, len) != RXP_DECAP_OK)
+		return;
 	pkt->protocol = d.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
 	pkt->network_off = (uint16_t)(pkt->data - pkt->head + d.ip_off);
 	pkt->hash = rxp_rss_hash(frame + d.ip_off, len - d.ip_off, false);
-	return true;
 }
 
 struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, const uint8_t *frame,
@@ -186,12 +183,8 @@ struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, con
 		rxp_dev_classify(pkt, eth);
 		if (!eth && !raw)
 			pkt->protocol = 0; /* its link said nothing: not IP */
-		else if (eth && !pkt->protocol && eth_carried(frame, caplen) &&
-			 !eth_carried_ip(pkt, frame, caplen)) {
-			rxp_pkt_consume(pkt);
-			*why = RXP_DROP_L2_MALFORMED;
-			return NULL;
-		}
+		else if (eth && !pkt->protocol && eth_carried(frame, caplen))
+			eth_carried_ip(pkt, frame, caplen);
 	}
 	return pkt;
 }
@@ -357,43 +350,43 @@ struct src_pcap {
 static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len)
 {
 	struct src_pcap *sp = (struct src_pcap *)s;
+	struct pcap_pkthdr *h;
+	const u_char *data;
+	uint32_t n, off = 0;
 
-	for (;;) {
-		struct pcap_pkthdr *h;
-		const u_char *data;
-		uint32_t n, off = 0;
+	if (pcap_next_ex(sp->p, &h, &data) != 1)
+		return -ENODATA;
+	n = h->caplen;
+	if (sp->kind != L2_ETH) {
+		/* Give raw IP an Ethernet header: the NIC sees frames. */
+		uint16_t et = 0;
+		int skip =
+			sp->kind == L2_RAW ? 0 : rxp_decap_payload((uint32_t)sp->dlt, data, n, &et);
 
-		if (pcap_next_ex(sp->p, &h, &data) != 1)
-			return -ENODATA;
-		n = h->caplen;
-		if (sp->kind != L2_ETH) {
-			/* Give raw IP an Ethernet header: the NIC sees frames. */
-			uint16_t et = 0;
-			int skip = sp->kind == L2_RAW
-					   ? 0
-					   : rxp_decap_payload((uint32_t)sp->dlt, data, n, &et);
-
-			if (skip < 0)
-				continue; /* (as the device drops them; not counted here) */
-			data += skip;
-			n -= (uint32_t)skip;
-			/* (a frame that is not IP keeps its EtherType, or 0 when
-			 * its link says none, as the device gives it) */
-			if (sp->kind == L2_RAW && n)
-				et = (data[0] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP;
-			memset(buf, 0, 12);
-			buf[0] = 0x02;
-			buf[6] = 0x02;
-			buf[12] = (uint8_t)(et >> 8);
-			buf[13] = (uint8_t)et;
-			off = RXP_ETH_HLEN;
+		if (skip < 0) { /* as the device drops it */
+			*len = n ? RXP_DROP_L2_MALFORMED : RXP_DROP_PKT_TOO_SMALL;
+			return RXP_SRC_SKIPPED;
 		}
-		if (!n || off + n > cap)
-			continue; /* empty or larger than a jumbo frame: skip */
-		memcpy(buf + off, data, n);
-		*len = off + n;
-		return 0;
+		data += skip;
+		n -= (uint32_t)skip;
+		/* (a frame that is not IP keeps its EtherType, or 0 when its
+		 * link says none, as the device gives it) */
+		if (sp->kind == L2_RAW && n)
+			et = (data[0] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP;
+		memset(buf, 0, 12);
+		buf[0] = 0x02;
+		buf[6] = 0x02;
+		buf[12] = (uint8_t)(et >> 8);
+		buf[13] = (uint8_t)et;
+		off = RXP_ETH_HLEN;
 	}
+	if (!n || off + n > cap) { /* empty or larger than a jumbo frame */
+		*len = n ? RXP_DROP_PKT_TOO_BIG : RXP_DROP_PKT_TOO_SMALL;
+		return RXP_SRC_SKIPPED;
+	}
+	memcpy(buf + off, data, n);
+	*len = off + n;
+	return 0;
 }
 
 static void src_pcap_close(struct rxp_src *s)

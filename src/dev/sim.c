@@ -28,6 +28,7 @@ struct simq {
 	uint64_t s; /* zero-length PRNG */
 	uint64_t pending; /* frames written, not yet cleaned */
 	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes, offered;
+	uint64_t skipped; /* records the source made no frame of (queue 0) */
 	uint8_t buf[RXP_GEN_FRAME_MAX + 64];
 };
 
@@ -52,13 +53,22 @@ static struct rxp_src *open_src(struct sim *s)
 /* The next frame of this queue's source that RSS steers to q (0), skipping
  * no more than *budget frames of other queues (SKIP_SPENT when they are
  * spent: the frames skipped are the other queues', nothing is lost); a
- * source's own error or end (negative) otherwise. */
-#define SKIP_SPENT 1
+ * source's own error or end (negative) otherwise. A record the source made
+ * no frame of is a drop of the reason it gives, counted by queue 0 alone
+ * (every queue reads a source of its own). */
+#define SKIP_SPENT 2
 static int next_frame(struct sim *s, struct simq *sq, unsigned q, unsigned *budget)
 {
 	for (;;) {
 		int rc = sq->src->next(sq->src, sq->buf, sizeof(sq->buf), &sq->len);
 
+		if (rc == RXP_SRC_SKIPPED) {
+			if (q == 0) {
+				sq->skipped++;
+				rxp_pktpool_count_drop(s->dev.pp, (enum rxp_drop_reason)sq->len, 1);
+			}
+			continue;
+		}
 		if (rc)
 			return rc;
 		sq->rss = rxp_rss_hash(sq->buf, sq->len, true);
@@ -180,7 +190,8 @@ static void sim_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 		st->tx_bytes += sq->tx_bytes;
 		st->rx_no_buffer += r.rx_no_buffer;
 		st->rx_dropped += r.rx_no_buffer + r.xdp_drop + r.xdp_aborted + r.too_many_frags +
-				  r.bad_desc + r.tx_full + r.redirect_xthread + r.nomem;
+				  r.bad_desc + r.tx_full + r.redirect_xthread + r.nomem +
+				  sq->skipped;
 		st->xdp_pass += r.pass;
 		st->xdp_drop += r.xdp_drop;
 		st->xdp_tx += r.xdp_tx;
