@@ -1,5 +1,6 @@
 /*
- * The capture-file device of `rxpath run --pcap`: the library's pcap device
+ * The capture-file device of `rxpath run --pcap` and `rxpath capture
+ * --read`: the library's pcap device
  * reads through libpcap, which refuses a pcapng whose interfaces have
  * different link types (dumpcap -i any -i eth0 writes one) at the first
  * interface that differs, reads no compressed file, and no format but pcap
@@ -12,8 +13,9 @@
  * IP as it is, other link types' headers taken off); a frame of a link type
  * nothing reads is dropped and counted (unsupported_linktype), and said
  * once per link type. Records that are not packets (a pcapng's
- * statistics, say) are skipped. libpcap stays behind `--dev pcap:PATH`,
- * the sim NIC's replay source and capture --read, which write or replay
+ * statistics, say) are skipped. capture --read reads through it too, and
+ * writes a file of several link types as raw IP (cf_link). libpcap stays
+ * behind `--dev pcap:PATH` and the sim NIC's replay source, which replay
  * one link type.
  *
  * Owns: the reader. Copies each frame into a packet from the caller's pool.
@@ -171,12 +173,22 @@ static uint64_t cf_close(struct rxp_dev *d)
 	return 0;
 }
 
+/* A capture written from it: as the pcap device's for a file of one link
+ * type; raw IP packets for a file of several. */
+static enum rxp_dev_link cf_link(const struct rxp_dev *d)
+{
+	int dlt = dio_in_dlt(((const struct capfile *)d)->in);
+
+	return dlt < 0 ? RXP_DEV_LINK_IP : rxp_dev_link_of((uint32_t)dlt);
+}
+
 static const struct rxp_dev_ops capfile_ops = {
 	.kind = "capfile",
 	.rx_burst = cf_rx,
 	.tx_burst = cf_tx,
 	.get_stats = cf_stats,
 	.close = cf_close,
+	.link = cf_link,
 };
 
 struct rxp_dev *rxp_capfile_open(const char *path, struct rxp_pktpool *pp, char *err, size_t errlen)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capfile.h"
 #include "cmd.h"
 #include "live.h"
 #include "opt.h"
@@ -34,7 +35,9 @@ static void usage(FILE *f)
 		   "  --iface IF       interface to receive on (needs root)\n"
 		   "  --mode M         auto (default: AF_XDP zero-copy, copy mode, then\n"
 		   "                   AF_PACKET), afxdp or afpacket\n"
-		   "  --read FILE      read a pcap/pcapng file instead (pcap device)\n"
+		   "  --read FILE      read a capture file instead: pcap, pcapng (link types\n"
+		   "                   may differ by interface), gzip or zstd, other wiretap\n"
+		   "                   formats; '-' for stdin\n"
 		   "  --dev SPEC       any device spec: 'sim:count=1000,max=8000',\n"
 		   "                   'fault:loss=0.01+afpacket:eth0,queues=2', ...\n"
 		   "  --write FILE     pcap file to write (required); - for stdout\n"
@@ -162,11 +165,9 @@ static struct rxp_dev *open_dev(const struct cap_opts *o, struct rxp_pktpool *pp
 		return d;
 	}
 	if (o->rd) {
-		snprintf(spec, sizeof(spec), "pcap:%s", o->rd);
-		d = rxp_dev_open(spec, pp);
+		d = rxp_capfile_open(o->rd, pp, spec, sizeof(spec));
 		if (!d)
-			fprintf(stderr, "rxpath capture: cannot read %s: %s\n", o->rd,
-				rxp_cli_cause(errno));
+			fprintf(stderr, "rxpath capture: cannot read %s: %s\n", o->rd, spec);
 		return d;
 	}
 	d = rxp_dev_open(o->spec, pp);

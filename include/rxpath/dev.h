@@ -61,12 +61,22 @@ struct rxp_dev_stats {
 	uint64_t fault_lost, fault_duplicated, fault_reordered;
 	uint64_t captured;
 	/* capture wrapper writing raw IP over a device that took link
-	 * headers off (rxp_dev_strips_link): frames not written because they
-	 * are not IP (ARP from a cooked capture) */
+	 * headers off or has several link types (rxp_dev_strips_link): frames
+	 * not written because they are not IP (ARP from a cooked capture) */
 	uint64_t capture_not_ip;
 	/* capture files: 1 when reading stopped at a cut or corrupt record
 	 * (what came before it was delivered; the device then ends) */
 	uint64_t rx_input_cut;
+};
+
+/* How a capture of a device's frames is written (rxp_capture_wrap). */
+enum rxp_dev_link {
+	RXP_DEV_LINK_ETH = 0, /* Ethernet frames, whole */
+	RXP_DEV_LINK_RAW, /* raw IP records, copied as they are */
+	/* link headers taken off, or frames of several link types: a raw-IP
+	 * capture of each IP packet, from its network header; anything else
+	 * is not written (capture_not_ip) */
+	RXP_DEV_LINK_IP,
 };
 
 struct rxp_dev_ops {
@@ -90,6 +100,9 @@ struct rxp_dev_ops {
 	void (*get_stats)(struct rxp_dev *dev, struct rxp_dev_stats *st);
 	/* Returns pages/buffers still outstanding after closing (0: clean). */
 	uint64_t (*close)(struct rxp_dev *dev);
+	/* Optional (capture files): how a capture of its frames is written;
+	 * none: Ethernet. */
+	enum rxp_dev_link (*link)(const struct rxp_dev *dev);
 };
 
 struct rxp_dev {
@@ -190,8 +203,13 @@ struct rxp_dev *rxp_capture_wrap(struct rxp_dev *inner, const char *path, unsign
  * and the other link types rxp_decap_link knows, whose headers it takes
  * off). NULL with errno set. */
 struct rxp_dev *rxp_pcap_open(const char *path, struct rxp_pktpool *pp);
-/* true if the device's frames start at the IP header. */
+/* true if a capture of the device's frames (through wrappers) is raw IP:
+ * its link (the ops' link) is not Ethernet. */
 bool rxp_dev_is_raw_ip(const struct rxp_dev *d);
+/* The link a capture of frames of one link type (a LINKTYPE_ or DLT_
+ * value the pcap device reads) has: Ethernet, raw IP, or IP packets whose
+ * link headers were taken off. */
+enum rxp_dev_link rxp_dev_link_of(uint32_t linktype);
 /* A captured frame as a packet from pp, as the pcap device gives a frame
  * of its file: linktype is the frame's (a LINKTYPE_ or DLT_ value), caplen
  * bytes at frame. Ethernet is kept whole and classified (an MPLS or PPPoE
@@ -205,9 +223,9 @@ bool rxp_dev_is_raw_ip(const struct rxp_dev *d);
  * timestamp is the caller's to set. */
 struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, const uint8_t *frame,
 				  uint32_t caplen, enum rxp_drop_reason *why);
-/* true if the device (through wrappers) is a pcap device that takes link
- * headers off its frames: then a frame that is not IP is what followed
- * them, no IP packet (a raw-IP file cannot hold it). */
+/* true if the device's link (through wrappers) is RXP_DEV_LINK_IP: it
+ * takes link headers off its frames, or gives frames of several link
+ * types; a frame that is not IP then has no place in a raw-IP capture. */
 bool rxp_dev_strips_link(const struct rxp_dev *d);
 
 struct rxp_pcap_writer;
@@ -215,6 +233,9 @@ struct rxp_pcap_writer;
 struct rxp_pcap_writer *rxp_pcap_writer_open(const char *path, bool raw_ip);
 /* Does not consume pkt. 0 or -errno. */
 int rxp_pcap_writer_write_pkt(struct rxp_pcap_writer *w, const struct rxp_pkt *pkt);
+/* The same from pkt's byte off on (its IP header, say): -EINVAL when off
+ * is past its end. */
+int rxp_pcap_writer_write_from(struct rxp_pcap_writer *w, const struct rxp_pkt *pkt, uint32_t off);
 int rxp_pcap_writer_write(struct rxp_pcap_writer *w, const uint8_t *data, uint32_t len,
 			  uint64_t tstamp_ns);
 uint64_t rxp_pcap_writer_count(const struct rxp_pcap_writer *w);

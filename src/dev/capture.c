@@ -17,23 +17,33 @@ struct capture {
 	struct rxp_dev dev;
 	struct rxp_pcap_writer *w;
 	unsigned what;
-	/* the file is raw IP and the device's link headers were taken off:
-	 * a frame that is not IP is what followed them, which the file
-	 * cannot hold (a raw-IP input's records are copied whatever they
-	 * hold, as they were) */
+	/* the file is raw IP and the device's link headers were taken off,
+	 * or its frames have several link types (RXP_DEV_LINK_IP): each IP
+	 * packet is written from its network header, and a frame that is
+	 * not IP, which the file cannot hold, is counted (a raw-IP input's
+	 * records are copied whatever they hold, as they were) */
 	bool strip;
 	_Atomic uint64_t not_ip; /* packets the file could not hold */
 };
 
 /* Writes pkt, unless it is not IP where the file cannot hold it (ARP from
- * a Linux cooked capture, say): written, it would read back as garbage. */
+ * a Linux cooked capture, say): written, it would read back as garbage.
+ * An Ethernet frame among frames of other link types goes in from its IP
+ * header. */
 static void cap_write(struct capture *c, const struct rxp_pkt *pkt)
 {
-	if (c->strip && pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) {
+	uint32_t at = (uint32_t)(pkt->data - pkt->head);
+
+	if (!c->strip) {
+		rxp_pcap_writer_write_pkt(c->w, pkt);
+		return;
+	}
+	if ((pkt->protocol != RXP_ETH_P_IP && pkt->protocol != RXP_ETH_P_IPV6) ||
+	    pkt->network_off == 0xffff || pkt->network_off < at) {
 		atomic_fetch_add_explicit(&c->not_ip, 1, memory_order_relaxed);
 		return;
 	}
-	rxp_pcap_writer_write_pkt(c->w, pkt);
+	rxp_pcap_writer_write_from(c->w, pkt, pkt->network_off - at);
 }
 
 static int cap_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned n)

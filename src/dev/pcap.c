@@ -229,7 +229,8 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 					rxp_log(RXP_LOG_WARN,
 						"read stopped after %llu frames: %s (libpcap reads "
 						"no pcapng whose interfaces have different link "
-						"types; rxpath run --pcap and rxpath defrag do)",
+						"types; rxpath run --pcap, capture --read and "
+						"defrag do)",
 						(unsigned long long)(pd->rx_packets + pd->dropped),
 						e);
 				else
@@ -294,12 +295,20 @@ static uint64_t pcapdev_close(struct rxp_dev *d)
 	return 0;
 }
 
+static enum rxp_dev_link pcapdev_link(const struct rxp_dev *d)
+{
+	enum l2kind k = ((const struct pcapdev *)d)->kind;
+
+	return k == L2_ETH ? RXP_DEV_LINK_ETH : k == L2_RAW ? RXP_DEV_LINK_RAW : RXP_DEV_LINK_IP;
+}
+
 static const struct rxp_dev_ops pcap_ops = {
 	.kind = "pcap",
 	.rx_burst = pcapdev_rx,
 	.tx_burst = pcapdev_tx,
 	.get_stats = pcapdev_stats,
 	.close = pcapdev_close,
+	.link = pcapdev_link,
 };
 
 struct rxp_dev *rxp_pcap_open(const char *path, struct rxp_pktpool *pp)
@@ -322,20 +331,29 @@ struct rxp_dev *rxp_pcap_open(const char *path, struct rxp_pktpool *pp)
 	return &pd->dev;
 }
 
-bool rxp_dev_is_raw_ip(const struct rxp_dev *d)
+enum rxp_dev_link rxp_dev_link_of(uint32_t linktype)
+{
+	return linktype == RXP_LINKTYPE_ETHERNET ? RXP_DEV_LINK_ETH
+	       : raw_link(linktype)		 ? RXP_DEV_LINK_RAW
+						 : RXP_DEV_LINK_IP;
+}
+
+/* The innermost device's link. */
+static enum rxp_dev_link dev_link(const struct rxp_dev *d)
 {
 	while (d && d->inner)
 		d = d->inner;
-	if (!d || d->ops != &pcap_ops)
-		return false;
-	return ((const struct pcapdev *)d)->kind != L2_ETH;
+	return d && d->ops->link ? d->ops->link(d) : RXP_DEV_LINK_ETH;
+}
+
+bool rxp_dev_is_raw_ip(const struct rxp_dev *d)
+{
+	return dev_link(d) != RXP_DEV_LINK_ETH;
 }
 
 bool rxp_dev_strips_link(const struct rxp_dev *d)
 {
-	while (d && d->inner)
-		d = d->inner;
-	return d && d->ops == &pcap_ops && ((const struct pcapdev *)d)->kind == L2_LINK;
+	return dev_link(d) == RXP_DEV_LINK_IP;
 }
 
 /* ---- the sim NIC's replay source ------------------------------------------ */
@@ -478,19 +496,27 @@ int rxp_pcap_writer_write(struct rxp_pcap_writer *w, const uint8_t *data, uint32
 	return 0;
 }
 
-int rxp_pcap_writer_write_pkt(struct rxp_pcap_writer *w, const struct rxp_pkt *pkt)
+int rxp_pcap_writer_write_from(struct rxp_pcap_writer *w, const struct rxp_pkt *pkt, uint32_t off)
 {
+	uint32_t n = pkt->len - off;
 	int rc = 0;
 
-	if (pkt->len > 65535)
+	if (off > pkt->len)
+		return -EINVAL;
+	if (n > 65535)
 		return -E2BIG;
 	pthread_mutex_lock(&w->lock);
-	if (rxp_pkt_copy_bits(pkt, 0, w->buf, pkt->len) == 0)
-		write_locked(w, w->buf, pkt->len, pkt->tstamp_ns);
+	if (rxp_pkt_copy_bits(pkt, off, w->buf, n) == 0)
+		write_locked(w, w->buf, n, pkt->tstamp_ns);
 	else
 		rc = -EINVAL;
 	pthread_mutex_unlock(&w->lock);
 	return rc;
+}
+
+int rxp_pcap_writer_write_pkt(struct rxp_pcap_writer *w, const struct rxp_pkt *pkt)
+{
+	return rxp_pcap_writer_write_from(w, pkt, 0);
 }
 
 uint64_t rxp_pcap_writer_count(const struct rxp_pcap_writer *w)

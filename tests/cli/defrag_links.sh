@@ -231,6 +231,13 @@ else
 	echo "FAIL: mixed-link pcapng: $res"; fail=1
 fi
 runpcap mixed "$T/mixed.pcapng" 10
+# capture --read of the real NFLOG-and-loopback pcapng writes raw IP (the
+# same reader): every datagram is still in what it wrote
+if "$RXPATH" capture --read "$T/nflog_lo.pcapng" --write "$T/nflog_lo_raw.pcap" >"$T/cap.out" 2>&1; then
+	runpcap capture_read_nflog_lo "$T/nflog_lo_raw.pcap" 14
+else
+	echo "FAIL: capture --read nflog_lo.pcapng: exit $?"; cat "$T/cap.out"; fail=1
+fi
 # The 65,500-byte datagram does not fit back into its tunnel: said and counted.
 "$RXPATH" defrag --json "$T/w/vxlan.pcap" "$T/out.pcap" >"$T/json" 2>&1 ||
 	{ echo "FAIL: rxpath defrag vxlan.pcap: exit $?"; fail=1; }
