@@ -5,6 +5,10 @@
 # The oracle is dumpcap on the sender's side of the veth.
 # Namespaces and links use the prefix rxp3; all are removed on exit.
 set -u
+# How a kernel that gives no AF_XDP here says so (EAFNOSUPPORT, EOPNOTSUPP,
+# EPERM, EACCES, ENOSYS: no XDP sockets, no right to them, no bpf()): that
+# part is skipped. Any other failure to start is rxpath's.
+AFXDP_UNAVAILABLE="not supported|not permitted|Permission denied|Function not implemented"
 RXPATH=${RXPATH:-$(dirname "$0")/../../build/release/rxpath}
 PY=/usr/bin/python3
 N=${RXP_NETNS_DATAGRAMS:-300}
@@ -96,7 +100,7 @@ for run in afpacket afxdp afpacket:2; do
 		cat "$TMP/cap-$mode_q.log"
 		# a kernel without AF_XDP (or without the right to use it) is
 		# skipped; any other failure to start is rxpath's
-		if [ "$mode" = afxdp ] && grep -qE "not supported|not permitted" "$TMP/cap-$mode_q.log"; then
+		if [ "$mode" = afxdp ] && grep -qE "$AFXDP_UNAVAILABLE" "$TMP/cap-$mode_q.log"; then
 			echo "SKIP-PART: AF_XDP unavailable here"; kill $cpid $dpid 2>/dev/null; continue
 		fi
 		kill $cpid $dpid 2>/dev/null
