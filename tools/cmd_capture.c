@@ -265,6 +265,7 @@ static int capture_main(int argc, char **argv)
 		rxp_pktpool_destroy(pp);
 		return RXP_EXIT_USAGE;
 	}
+	rxp_note_pcap_name(CMD, o.wr);
 	fprintf(stderr, "rxpath capture: ready on %s\n", d->name);
 	got = capture_loop(&o, d, &ended, &timed_out);
 	rxp_dev_get_stats(d, &st);

@@ -646,6 +646,7 @@ static int run_main(int argc, char **argv)
 		rxp_pktpool_destroy(pp);
 		return RXP_EXIT_USAGE;
 	}
+	rxp_note_pcap_name(CMD, o.write);
 	for (unsigned i = 0; i < o.nw; i++)
 		if (!(ctx.buf[i] = malloc(1 << 17))) {
 			fprintf(stderr, "rxpath run: %s\n", strerror(ENOMEM));

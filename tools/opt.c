@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -364,6 +365,29 @@ int rxp_refuse_overwrite(const char *cmd, const char *in, const char *out)
 		return 0;
 	return rxp_usage_error(cmd, "%s and %s are the same file: refusing to overwrite the input",
 			       in, out);
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n > m && !strcasecmp(s + n - m, suf);
+}
+
+void rxp_note_pcap_name(const char *cmd, const char *path)
+{
+	static const char *const sufs[] = {".pcapng", ".ntar", ".gz", ".zst", ".lz4"};
+
+	if (!path || !strcmp(path, "-"))
+		return;
+	for (size_t i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++)
+		if (ends_with(path, sufs[i])) {
+			fprintf(stderr,
+				"rxpath %s: note: %s is written as classic pcap (nanosecond, "
+				"uncompressed), whatever its name says\n",
+				cmd, path);
+			return;
+		}
 }
 
 int rxp_refuse_spec_overwrite(const char *cmd, const char *spec, const char *out)

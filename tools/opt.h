@@ -70,6 +70,11 @@ const char *rxp_spec_pcap_path(const char *spec);
 /* The one-line refusal when the output file out is the input file in:
  * RXP_EXIT_USAGE after the message, 0 when they differ (or either is NULL). */
 int rxp_refuse_overwrite(const char *cmd, const char *in, const char *out);
+/* One line on stderr when the name of path, a pcap file about to be
+ * written (classic pcap, nanosecond, uncompressed), says otherwise: it
+ * ends in .pcapng, .gz, .zst or .lz4. The file is written all the same
+ * (tools read it by its contents). */
+void rxp_note_pcap_name(const char *cmd, const char *path);
 /* The same for a device spec's own files: each "capture:FILE" layer
  * against the pcap file the spec reads, and out (NULL: none) against it. */
 int rxp_refuse_spec_overwrite(const char *cmd, const char *spec, const char *out);

@@ -406,6 +406,19 @@ PY
 	[ "$(tshark -r mixuo.pcap -Y '_ws.malformed || !ip && !ipv6' 2>/dev/null | wc -l)" = 0 ] &&
 	ok "capture --read of a mixed-link pcapng: raw IP, the ARP not IP, 3 USER0 dropped; run finds 200 datagrams in it" ||
 	{ bad "capture --read mixu.pcapng: rc $rc"; cat err cu.json puo.json; }
+# a --write name that says pcapng or a compression: written as classic
+# pcap all the same, and said once
+"$RXPATH" capture --read mix.pcap --write named.pcapng >/dev/null 2>err
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c 'named.pcapng is written as classic pcap' err)" = 1 ] &&
+	capinfos -t named.pcapng | grep -q "nanosecond pcap" &&
+	ok "capture --write named.pcapng: classic pcap, said once" ||
+	{ bad "capture --write named.pcapng: rc $rc"; cat err; }
+"$RXPATH" run -q -w 1 --pcap mix.pcap --write named.pcap.gz >/dev/null 2>err
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c 'named.pcap.gz is written as classic pcap' err)" = 1 ] &&
+	ok "run --write named.pcap.gz: classic pcap, said once" ||
+	{ bad "run --write named.pcap.gz: rc $rc"; cat err; }
 # defrag --json: its summary on stdout (stderr when OUT is -), every key in
 # docs/defrag.schema.json, with one policy and with all of them
 "$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }
