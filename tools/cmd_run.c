@@ -718,6 +718,22 @@ static int run_main(int argc, char **argv)
 			U(r.acct.unaccounted), U(r.acct.phantom));
 		rc = RXP_EXIT_FAIL;
 	}
+	/* Traffic not of our making (a capture, an interface) that met the
+	 * reassembly memory cap: say which knob it was, once. (The built-in
+	 * workload's --in-flight rows meet it on purpose.) */
+	if ((o.iface || o.pcap || o.spec) &&
+	    t.pool.drops[RXP_DROP_FRAG_MEM_LIMIT] + t.pool.drops[RXP_DROP_FRAG_EVICT]) {
+		uint64_t cap = o.mem_limit ? o.mem_limit : 4u << 20;
+
+		fprintf(stderr,
+			"rxpath run: %llu fragments were dropped at the reassembly memory cap "
+			"(frag_mem_limit %llu, frag_evicted %llu; %llu KiB per worker, as a "
+			"host's ipfrag_high_thresh): --mem-limit raises it\n",
+			U(t.pool.drops[RXP_DROP_FRAG_MEM_LIMIT] +
+			  t.pool.drops[RXP_DROP_FRAG_EVICT]),
+			U(t.pool.drops[RXP_DROP_FRAG_MEM_LIMIT]),
+			U(t.pool.drops[RXP_DROP_FRAG_EVICT]), U(cap >> 10));
+	}
 	if (t.udp.csum_auto_off)
 		fprintf(stderr,
 			"rxpath run: over 1 in 10 of the first %u UDP checksums were wrong: taken "

@@ -419,6 +419,31 @@ rc=$?
 [ $rc -eq 0 ] && [ "$(grep -c 'named.pcap.gz is written as classic pcap' err)" = 1 ] &&
 	ok "run --write named.pcap.gz: classic pcap, said once" ||
 	{ bad "run --write named.pcap.gz: rc $rc"; cat err; }
+# a busy capture (1,500 datagrams in flight) meets run's reassembly memory
+# cap (4 MiB per worker, as a host's): the drops are counted and the knob
+# named once; with --mem-limit 64m every datagram is delivered
+$PY - <<'PY' || bad "write busy.pcap"
+from scapy.all import Ether, IP, UDP, Raw, fragment, wrpcap
+fr = [fragment(Ether() / IP(src="10.7.%d.%d" % (i // 250, i % 250 + 1), dst="10.7.255.2", id=i) /
+               UDP(sport=1, dport=9) / Raw(bytes([i % 256]) * 3000), 1480) for i in range(1500)]
+out = [f[r] for r in range(3) for f in fr]
+for k, f in enumerate(out):
+    f.time = 1700000300 + k * 1e-5
+wrpcap("busy.pcap", out)
+PY
+"$RXPATH" run -q -w 1 --pcap busy.pcap --json >pb.json 2>err
+rc=$?
+"$RXPATH" run -q -w 1 --pcap busy.pcap --mem-limit 64m --json >pb64.json 2>err64
+$PY - pb.json pb64.json <<'PY' && [ $rc -eq 0 ] && [ "$(grep -c 'dropped at the reassembly memory cap' err)" = 1 ] &&
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+d = a["drops"]
+assert a["datagrams"] < 1500 and d.get("frag_mem_limit", 0) + d.get("frag_evicted", 0) > 0, a
+assert b["datagrams"] == 1500 and b["drops"] == {}, b
+PY
+	! grep -q "memory cap" err64 &&
+	ok "run --pcap of 1,500 datagrams in flight: cap drops counted, --mem-limit named once; 64m delivers all" ||
+	{ bad "run --pcap busy.pcap: rc $rc"; cat err err64; }
 # defrag --json: its summary on stdout (stderr when OUT is -), every key in
 # docs/defrag.schema.json, with one policy and with all of them
 "$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }
