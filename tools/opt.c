@@ -376,7 +376,7 @@ static bool ends_with(const char *s, const char *suf)
 
 void rxp_note_pcap_name(const char *cmd, const char *path)
 {
-	static const char *const sufs[] = {".pcapng", ".ntar", ".gz", ".zst", ".lz4"};
+	static const char *const sufs[] = {".pcapng", ".gz", ".zst", ".lz4"};
 
 	if (!path || !strcmp(path, "-"))
 		return;

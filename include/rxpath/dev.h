@@ -212,9 +212,10 @@ bool rxp_dev_is_raw_ip(const struct rxp_dev *d);
 enum rxp_dev_link rxp_dev_link_of(uint32_t linktype);
 /* A captured frame as a packet from pp, as the pcap device gives a frame
  * of its file: linktype is the frame's (a LINKTYPE_ or DLT_ value), caplen
- * bytes at frame. Ethernet is kept whole and classified (an MPLS or PPPoE
- * session frame's IP packet found through rxp_decap_link: network_off at
- * it; not IP when those headers do not parse); raw IP is kept as
+ * bytes at frame. Ethernet is kept whole and classified (where the
+ * classifier finds no IP, rxp_decap_link looks behind more VLAN tags, MPLS
+ * labels or a PPPoE session: network_off at the IP packet it finds; else
+ * not IP); raw IP is kept as
  * it is; another link type rxp_decap_link knows has its headers taken off
  * (rxp_decap_payload: a frame that is not IP keeps the EtherType they say,
  * else protocol 0). NULL when there is no packet to give, with *why:

@@ -105,32 +105,15 @@ static uint64_t ts_ns(const struct pcap_pkthdr *h)
 	return (uint64_t)sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 }
 
-/* Whether an Ethernet frame (after up to two VLAN tags) is MPLS or a PPPoE
- * session: links a capture holds whole, as tshark reads them, where the IP
- * packet sits behind more headers than the classifier reads. */
-static bool eth_carried(const uint8_t *f, uint32_t len)
-{
-	uint32_t off = RXP_ETH_HLEN;
-	uint16_t et;
-
-	if (len < RXP_ETH_HLEN)
-		return false;
-	et = (uint16_t)(f[12] << 8 | f[13]);
-	for (int i = 0; i < 2 && (et == RXP_ETH_P_8021Q || et == 0x88a8); i++) {
-		if (len < off + 4)
-			return false;
-		et = (uint16_t)(f[off + 2] << 8 | f[off + 3]);
-		off += 4;
-	}
-	return et == 0x8847 || et == 0x8848 || et == 0x8864;
-}
-
-/* Such a frame, kept whole in pkt: its IP packet found through the wire
- * layer (rxp_decap_link), so the stack pulls to it and a capture written
- * from the device still has the frame. A payload that is not IP (a PPPoE
- * session's LCP, an MPLS pseudowire), or headers that do not parse, leave
- * it not IP, as a frame with a VLAN tag cut short is: a NIC delivers it,
- * and the stack counts it. */
+/* An Ethernet frame in which the classifier (IP behind at most two
+ * 802.1Q/802.1ad tags) found no IP, kept whole in pkt: its IP packet found
+ * through the wire layer (rxp_decap_link: behind more tags or 0x9100 ones,
+ * MPLS labels or a PPPoE session), as rxpath defrag and tshark read such
+ * frames, so the stack pulls to it and a capture written from the device
+ * still has the frame. A payload that is not IP (ARP, a PPPoE session's
+ * LCP, an MPLS pseudowire), or headers that do not parse, leave it not IP,
+ * as a frame with a VLAN tag cut short is: a NIC delivers it, and the
+ * stack counts it. */
 static void eth_carried_ip(struct rxp_pkt *pkt, const uint8_t *frame, uint32_t len)
 {
 	struct rxp_decap d;
@@ -183,7 +166,7 @@ struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, con
 		rxp_dev_classify(pkt, eth);
 		if (!eth && !raw)
 			pkt->protocol = 0; /* its link said nothing: not IP */
-		else if (eth && !pkt->protocol && eth_carried(frame, caplen))
+		else if (eth && !pkt->protocol)
 			eth_carried_ip(pkt, frame, caplen);
 	}
 	return pkt;

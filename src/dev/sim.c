@@ -185,7 +185,7 @@ static void sim_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 		rxp_page_pool_get_stats(rxp_rxring_page_pool(sq->ring), &p);
 		st->rx_packets += sq->rx_packets;
 		st->rx_bytes += sq->rx_bytes;
-		st->rx_offered += sq->offered;
+		st->rx_offered += sq->offered + sq->skipped; /* (skipped: dropped) */
 		st->tx_packets += sq->tx_packets;
 		st->tx_bytes += sq->tx_bytes;
 		st->rx_no_buffer += r.rx_no_buffer;

@@ -444,6 +444,28 @@ PY
 	! grep -q "memory cap" err64 &&
 	ok "run --pcap of 1,500 datagrams in flight: cap drops counted, --mem-limit named once; 64m delivers all" ||
 	{ bad "run --pcap busy.pcap: rc $rc"; cat err err64; }
+# the sim NIC replaying a capture with an empty record and a record too
+# big for a jumbo frame: each a counted drop, offered and dropped, and
+# capture's check that every frame is written or dropped still holds
+# (2 queues: counted once)
+$PY - <<'PY' || bad "write holes.pcap"
+import struct
+eth = bytes(12) + b"\x08\x00" + bytes([0x45, 0, 0, 20]) + bytes(16)
+with open("holes.pcap", "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+    for r in (eth, b"", eth, bytes(12) + b"\x08\x00" + bytes(20000), eth):
+        f.write(struct.pack("<IIII", 1, 0, len(r), len(r)) + r)
+PY
+"$RXPATH" capture --dev "sim:queues=2,replay=holes.pcap" --write holeso.pcap --json >ch.json 2>err
+rc=$?
+$PY - ch.json <<'PY' && [ $rc -eq 0 ] &&
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["written"] == 3 and j["offered"] == 5, j
+assert j["drops"] == {"pkt_too_small": 1, "pkt_too_big": 1}, j["drops"]
+PY
+	ok "capture of a sim replay with an empty and a too-big record: 3 written, 2 counted drops, exit 0" ||
+	{ bad "capture sim:replay=holes.pcap: rc $rc"; cat err ch.json; }
 # defrag --json: its summary on stdout (stderr when OUT is -), every key in
 # docs/defrag.schema.json, with one policy and with all of them
 "$RXPATH" defrag --json mix.pcap d.pcap >d.json 2>err || { bad "defrag --json: rc $?"; cat err; }

@@ -67,12 +67,12 @@ static bool link_model(uint32_t lt, const uint8_t *r, uint32_t n, uint32_t *skip
 	}
 	return *skip < n;
 }
-/* The model of the pcap device for an Ethernet record: delivered whole;
- * one whose EtherType (after up to two VLAN tags) is MPLS or a PPPoE
- * session gets its IP packet found through the wire layer (*et, *l3: the
- * protocol and the network offset it must have; 0 and 0 for the others,
- * and where those headers do not parse or carry no IP). */
-static void eth_model(const uint8_t *r, uint32_t n, uint16_t *et, uint32_t *l3)
+/* The model of the pcap device for an Ethernet record, delivered whole:
+ * *et and *l3, the protocol and network offset it must have (0 and 0: not
+ * IP). IP behind at most two 802.1Q/802.1ad tags is the classifier's;
+ * where it finds none, the wire layer looks further (more tags, MPLS, a
+ * PPPoE session), and *deep says so (the hash is then the IP header's). */
+static void eth_model(const uint8_t *r, uint32_t n, uint16_t *et, uint32_t *l3, bool *deep)
 {
 	uint32_t off = RXP_ETH_HLEN;
 	struct rxp_decap dc;
@@ -80,6 +80,7 @@ static void eth_model(const uint8_t *r, uint32_t n, uint16_t *et, uint32_t *l3)
 
 	*et = 0;
 	*l3 = 0;
+	*deep = false;
 	if (n < RXP_ETH_HLEN)
 		return;
 	t = (uint16_t)(r[12] << 8 | r[13]);
@@ -89,11 +90,13 @@ static void eth_model(const uint8_t *r, uint32_t n, uint16_t *et, uint32_t *l3)
 		t = (uint16_t)(r[off + 2] << 8 | r[off + 3]);
 		off += 4;
 	}
-	if (t != 0x8847 && t != 0x8848 && t != 0x8864)
-		return;
-	if (rxp_decap_link(&dc, RXP_LINKTYPE_ETHERNET, r, n) == RXP_DECAP_OK) {
+	if (t == RXP_ETH_P_IP || t == RXP_ETH_P_IPV6) {
+		*et = t;
+		*l3 = off;
+	} else if (rxp_decap_link(&dc, RXP_LINKTYPE_ETHERNET, r, n) == RXP_DECAP_OK) {
 		*et = dc.family == 4 ? RXP_ETH_P_IP : RXP_ETH_P_IPV6;
 		*l3 = dc.ip_off;
+		*deep = true;
 	}
 }
 
@@ -109,6 +112,7 @@ struct rec {
 	uint32_t skip;
 	uint16_t et;
 	uint32_t l3; /* Ethernet: the network offset it must have, or 0 */
+	bool deep; /* Ethernet: IP found past the classifier (eth_model) */
 };
 
 static uint8_t file[FILEMAX];
@@ -181,9 +185,18 @@ static void put_data(struct fz_in *in, uint32_t caplen, int kind, uint32_t lt, u
 		r[13] = 0x64;
 		r[14] = 0x11;
 		r[15] = 0;
+		r[18] = (uint8_t)((caplen - 20) >> 8); /* its length: the rest */
+		r[19] = (uint8_t)(caplen - 20);
 		r[20] = 0;
 		r[21] = (r[1] & 1) ? 0x57 : 0x21;
 		r[22] = (uint8_t)((r[22] & 0x0f) | ((r[1] & 1) ? 0x60 : 0x40));
+	} else if (kind == 0 && caplen > 24 && (r[0] & 7) == 3) {
+		/* IP behind a 0x9100 tag, which the classifier does not read */
+		r[12] = 0x91;
+		r[13] = 0x00;
+		r[16] = (r[1] & 1) ? 0x86 : 0x08;
+		r[17] = (r[1] & 1) ? 0xdd : 0x00;
+		r[18] = (uint8_t)((r[18] & 0x0f) | ((r[1] & 1) ? 0x60 : 0x40));
 	} else if (kind == 2 && lt == 0 && caplen > 4 && (r[1] & 3)) {
 		r[0] = (r[1] & 1) ? 10 : 2;
 		r[1] = r[2] = r[3] = 0;
@@ -416,8 +429,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r->l3 = 0;
 		r->ok = kind == 2 ? link_model(lt, file + r->off, r->caplen, &r->skip, &r->et)
 				  : r->caplen > 0;
+		r->deep = false;
 		if (kind == 0)
-			eth_model(file + r->off, r->caplen, &r->et, &r->l3);
+			eth_model(file + r->off, r->caplen, &r->et, &r->l3, &r->deep);
 		r->may_drop = !r->ok || r->caplen > min_snap;
 	}
 
@@ -449,11 +463,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FZ_CHECK(p->tstamp_ns == r->ts_ns);
 			if (kind == 2)
 				FZ_CHECK(p->protocol == r->et);
-			/* an MPLS or PPPoE frame: its IP packet found, where
-			 * the whole record was read */
-			if (kind == 0 && r->l3 && p->len == r->caplen)
-				FZ_CHECK(p->protocol == r->et &&
-					 p->network_off == (p->data - p->head) + r->l3);
+			/* an Ethernet record read whole: IP where the model
+			 * finds it (the classifier's, or behind MPLS, PPPoE or
+			 * more tags), else not IP */
+			if (kind == 0 && p->len == r->caplen) {
+				FZ_CHECK(p->protocol == r->et);
+				if (r->l3)
+					FZ_CHECK(p->network_off == (p->data - p->head) + r->l3);
+				if (r->deep)
+					FZ_CHECK(p->hash == rxp_rss_hash(file + r->off + r->l3,
+									 r->caplen - r->l3, false));
+			}
 			k++;
 			rxp_pkt_consume(p);
 		}
