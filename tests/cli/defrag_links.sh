@@ -3,7 +3,8 @@
 # The kernel in namespace rxp21a sends UDP datagrams (IPv4 and IPv6, some
 # fragmented, one of 65,500 bytes) over a veth to rxp21b and over its own
 # loopback; real tools capture them: tcpdump -i any (LINUX_SLL2), tcpdump -y
-# LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng),
+# LINUX_SLL, tcpdump on the veth (Ethernet) and on lo, dumpcap (pcapng) on
+# the veth and on any (cooked frames in pcapng),
 # tcpdump on nflog:21, which an nftables log rule in rxp21b feeds (NFLOG),
 # and dumpcap on nflog:22 (the same rule's) and lo at once: a pcapng whose two interfaces
 # have different link types (NFLOG, Ethernet), which libpcap refuses; rxp21b
@@ -75,6 +76,7 @@ capture $B eth $TD -i rxp21b0 -w "$T/eth.pcap"
 capture $B sll2 $TD -i any -w "$T/sll2.pcap"
 capture $B sll $TD -i any -y LINUX_SLL -w "$T/sll.pcap"
 capture $B dumpcap dumpcap -q -B 16 -i rxp21b0 -w "$T/dumpcap.pcapng"
+capture $B dumpcap_any dumpcap -q -B 16 -i any -w "$T/dumpcap_any.pcapng"
 capture $A lo $TD -i lo -w "$T/lo.pcap"
 # NFLOG: every IP packet B receives, logged before the kernel reassembles
 # it (priority -450 runs before conntrack's defrag at -400)
@@ -92,21 +94,21 @@ capture $B dumpcap2 dumpcap -q -B 16 -i nflog:22 -i lo -w "$T/nflog_lo.pcapng"
 MIXPID=${PIDS[-1]}
 for _ in $(seq 100); do
 	n=$(grep -lE "listening on|Capturing on" "$T"/*.log 2>/dev/null | wc -l)
-	[ "$n" -ge 7 ] && break
+	[ "$n" -ge 8 ] && break
 	sleep 0.1
 done
-[ "$n" -ge 7 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
+[ "$n" -ge 8 ] || { echo "FAIL: captures did not start"; tail -n 3 "$T"/*.log; exit 1; }
 # A tool's "listening on" or "Capturing on" line does not prove that its
 # socket is open and its ring set up: CI once saw dumpcap miss a datagram
-# the other captures had. Wait for the packet sockets themselves: four in
+# the other captures had. Wait for the packet sockets themselves: five in
 # B (and dumpcap's on lo), one in A (/proc/net/packet is per namespace;
 # its first line is a header).
 socks() { ip netns exec "$1" cat /proc/net/packet | tail -n +2 | wc -l; }
 for _ in $(seq 100); do
-	[ "$(socks $B)" -ge 5 ] && [ "$(socks $A)" -ge 1 ] && break
+	[ "$(socks $B)" -ge 6 ] && [ "$(socks $A)" -ge 1 ] && break
 	sleep 0.1
 done
-[ "$(socks $B)" -ge 5 ] && [ "$(socks $A)" -ge 1 ] ||
+[ "$(socks $B)" -ge 6 ] && [ "$(socks $A)" -ge 1 ] ||
 	{ echo "FAIL: capture sockets did not open ($(socks $B) in B, $(socks $A) in A)"; exit 1; }
 sleep 0.5 # each tool sets its ring up after it binds
 ip netns exec $A $PY - <<'EOF' || { echo "FAIL: send"; exit 1; }
@@ -158,6 +160,10 @@ run tcpdump_eth "$T/eth.pcap" 10
 run tcpdump_any_sll2 "$T/sll2.pcap" 10
 run tcpdump_sll "$T/sll.pcap" 10
 run dumpcap_pcapng "$T/dumpcap.pcapng" 10
+# dumpcap on "any": a pcapng of Linux cooked frames
+[ "$(tshark -r "$T/dumpcap_any.pcapng" -T fields -e frame.encap_type 2>/dev/null | sort -u)" = 25 ] ||
+	{ echo "FAIL: dumpcap -i any did not write Linux cooked frames"; fail=1; }
+run dumpcap_any "$T/dumpcap_any.pcapng" 10
 run tcpdump_lo "$T/lo.pcap" 6
 [ "$(linktype "$T/nflog.pcap")" = 239 ] || { echo "FAIL: tcpdump -i nflog did not write NFLOG"; fail=1; }
 run tcpdump_nflog "$T/nflog.pcap" 10
@@ -206,7 +212,7 @@ print(d["frames"], d["datagrams"], sum(d["drops"].values()))' "$T/run_$k.json")
 	fi
 }
 for k in tcpdump_eth:eth.pcap tcpdump_any_sll2:sll2.pcap tcpdump_sll:sll.pcap \
-	dumpcap_pcapng:dumpcap.pcapng tcpdump_lo:lo.pcap tcpdump_nflog:nflog.pcap \
+	dumpcap_pcapng:dumpcap.pcapng dumpcap_any:dumpcap_any.pcapng tcpdump_lo:lo.pcap tcpdump_nflog:nflog.pcap \
 	dumpcap_nflog_lo:nflog_lo.pcapng; do
 	case $k in tcpdump_lo:*) n=6 ;; dumpcap_nflog_lo:*) n=14 ;; *) n=10 ;; esac
 	runpcap "${k%%:*}" "$T/${k#*:}" $n
