@@ -33,7 +33,6 @@
  * reads it); nothing; or another link layer rxp_decap_link knows (Linux
  * cooked SLL and SLL2 from tcpdump -i any, BSD loopback NULL and LOOP,
  * PPP, Cisco HDLC, NFLOG, 802.11 and radiotap), which is taken off. */
-enum l2kind { L2_ETH, L2_RAW, L2_LINK };
 
 /* Raw IP, under any of its link type values (DLT_RAW is 12, 14 on
  * OpenBSD; LINKTYPE_RAW 101; IPV4, IPV6). */
@@ -47,7 +46,7 @@ static bool raw_link(uint32_t lt)
  * file fails with its own errno (libpcap would report its text only), then
  * libpcap on the stream. "-" is standard input. The error logged names the
  * cause, not the path (the caller knows it). */
-static int open_offline(const char *path, pcap_t **out, enum l2kind *kind, int *dltp)
+static int open_offline(const char *path, pcap_t **out, enum rxp_dev_link *kind, int *dltp)
 {
 	char err[PCAP_ERRBUF_SIZE];
 	struct stat st;
@@ -69,12 +68,9 @@ static int open_offline(const char *path, pcap_t **out, enum l2kind *kind, int *
 		return -EINVAL;
 	}
 	dlt = pcap_datalink(p);
-	if (dlt == DLT_EN10MB) {
-		*kind = L2_ETH;
-	} else if (dlt >= 0 && raw_link((uint32_t)dlt)) {
-		*kind = L2_RAW;
-	} else if (dlt >= 0 && rxp_decap_linktype_known((uint32_t)dlt)) {
-		*kind = L2_LINK;
+	if (dlt == DLT_EN10MB ||
+	    (dlt >= 0 && (raw_link((uint32_t)dlt) || rxp_decap_linktype_known((uint32_t)dlt)))) {
+		*kind = rxp_dev_link_of((uint32_t)dlt);
 	} else {
 		const char *name = pcap_datalink_val_to_name(dlt);
 
@@ -177,7 +173,7 @@ struct rxp_pkt *rxp_dev_frame_pkt(struct rxp_pktpool *pp, uint32_t linktype, con
 struct pcapdev {
 	struct rxp_dev dev;
 	pcap_t *p;
-	enum l2kind kind;
+	enum rxp_dev_link kind;
 	int dlt;
 	bool eof, cut;
 	uint64_t rx_packets, rx_bytes, dropped, tx_packets;
@@ -280,9 +276,7 @@ static uint64_t pcapdev_close(struct rxp_dev *d)
 
 static enum rxp_dev_link pcapdev_link(const struct rxp_dev *d)
 {
-	enum l2kind k = ((const struct pcapdev *)d)->kind;
-
-	return k == L2_ETH ? RXP_DEV_LINK_ETH : k == L2_RAW ? RXP_DEV_LINK_RAW : RXP_DEV_LINK_IP;
+	return ((const struct pcapdev *)d)->kind;
 }
 
 static const struct rxp_dev_ops pcap_ops = {
@@ -344,7 +338,7 @@ bool rxp_dev_strips_link(const struct rxp_dev *d)
 struct src_pcap {
 	struct rxp_src src;
 	pcap_t *p;
-	enum l2kind kind;
+	enum rxp_dev_link kind;
 	int dlt;
 };
 
@@ -358,11 +352,12 @@ static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t
 	if (pcap_next_ex(sp->p, &h, &data) != 1)
 		return -ENODATA;
 	n = h->caplen;
-	if (sp->kind != L2_ETH) {
+	if (sp->kind != RXP_DEV_LINK_ETH) {
 		/* Give raw IP an Ethernet header: the NIC sees frames. */
 		uint16_t et = 0;
-		int skip =
-			sp->kind == L2_RAW ? 0 : rxp_decap_payload((uint32_t)sp->dlt, data, n, &et);
+		int skip = sp->kind == RXP_DEV_LINK_RAW
+				   ? 0
+				   : rxp_decap_payload((uint32_t)sp->dlt, data, n, &et);
 
 		if (skip < 0) { /* as the device drops it */
 			*len = n ? RXP_DROP_L2_MALFORMED : RXP_DROP_PKT_TOO_SMALL;
@@ -372,7 +367,7 @@ static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t
 		n -= (uint32_t)skip;
 		/* (a frame that is not IP keeps its EtherType, or 0 when its
 		 * link says none, as the device gives it) */
-		if (sp->kind == L2_RAW && n)
+		if (sp->kind == RXP_DEV_LINK_RAW && n)
 			et = (data[0] >> 4) == 6 ? RXP_ETH_P_IPV6 : RXP_ETH_P_IP;
 		memset(buf, 0, 12);
 		buf[0] = 0x02;
@@ -481,11 +476,12 @@ int rxp_pcap_writer_write(struct rxp_pcap_writer *w, const uint8_t *data, uint32
 
 int rxp_pcap_writer_write_from(struct rxp_pcap_writer *w, const struct rxp_pkt *pkt, uint32_t off)
 {
-	uint32_t n = pkt->len - off;
+	uint32_t n;
 	int rc = 0;
 
 	if (off > pkt->len)
 		return -EINVAL;
+	n = pkt->len - off;
 	if (n > 65535)
 		return -E2BIG;
 	pthread_mutex_lock(&w->lock);
