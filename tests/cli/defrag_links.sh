@@ -145,32 +145,49 @@ ip netns del $A; ip netns del $B
 fail=0
 linktype() { od -An -tu4 -j20 -N4 "$1" | tr -d ' '; } # a pcap file's header
 # Each capture through rxpath now; the comparisons, two at a time, after.
-run() { # kind, capture, datagrams sent in it
-	local k=$1 in=$2 out="$T/out_$1.pcap"
+# Frames a capture tool says it dropped (tcpdump's "dropped by kernel",
+# dumpcap's received/dropped per interface): on a loaded machine (CI's
+# ASan run beside other tests) dumpcap's NFLOG socket once lost a fragment.
+lost() { # tool's log
+	{ grep -o '^[0-9]* packets dropped by kernel' "$1" | cut -d' ' -f1
+	  grep -o "': [0-9]*/[0-9]*" "$1" | cut -d/ -f2; } 2>/dev/null | awk '{s += $1} END {print s + 0}'
+}
+declare -A LOSSY
+# A capture whose tool dropped frames cannot hold every datagram sent:
+# rxpath is then judged against tshark alone (said), and run --pcap's
+# count of it is not checked.
+run() { # kind, capture, datagrams sent in it, tool's log name
+	local k=$1 in=$2 out="$T/out_$1.pcap" sent=$3 n
 	if ! "$RXPATH" defrag "$in" "$out" 2>"$T/err_$k"; then
 		echo "FAIL: $k: rxpath defrag failed"; cat "$T/err_$k"; fail=1; return
 	fi
-	echo "$k $in $out $3" >>"$T/checks"
+	n=$(lost "$T/$4.log")
+	if [ "$n" -gt 0 ]; then
+		echo "note: $k: the capture tool dropped $n frames: judged against tshark alone"
+		LOSSY[$k]=1
+		sent=
+	fi
+	echo "$k $in $out $sent" >>"$T/checks"
 }
 # The real tools' link types are what this test says they are.
 [ "$(linktype "$T/sll2.pcap")" = 276 ] || { echo "FAIL: tcpdump -i any did not write LINUX_SLL2 ($(linktype "$T/sll2.pcap"))"; fail=1; }
 [ "$(linktype "$T/sll.pcap")" = 113 ] || { echo "FAIL: tcpdump -y LINUX_SLL did not write LINUX_SLL"; fail=1; }
 # Every datagram sent must be in every capture (10 over the veth, 6 on lo).
-run tcpdump_eth "$T/eth.pcap" 10
-run tcpdump_any_sll2 "$T/sll2.pcap" 10
-run tcpdump_sll "$T/sll.pcap" 10
-run dumpcap_pcapng "$T/dumpcap.pcapng" 10
+run tcpdump_eth "$T/eth.pcap" 10 eth
+run tcpdump_any_sll2 "$T/sll2.pcap" 10 sll2
+run tcpdump_sll "$T/sll.pcap" 10 sll
+run dumpcap_pcapng "$T/dumpcap.pcapng" 10 dumpcap
 # dumpcap on "any": a pcapng of Linux cooked frames
 [ "$(tshark -r "$T/dumpcap_any.pcapng" -T fields -e frame.encap_type 2>/dev/null | sort -u)" = 25 ] ||
 	{ echo "FAIL: dumpcap -i any did not write Linux cooked frames"; fail=1; }
-run dumpcap_any "$T/dumpcap_any.pcapng" 10
-run tcpdump_lo "$T/lo.pcap" 6
+run dumpcap_any "$T/dumpcap_any.pcapng" 10 dumpcap_any
+run tcpdump_lo "$T/lo.pcap" 6 lo
 [ "$(linktype "$T/nflog.pcap")" = 239 ] || { echo "FAIL: tcpdump -i nflog did not write NFLOG"; fail=1; }
-run tcpdump_nflog "$T/nflog.pcap" 10
+run tcpdump_nflog "$T/nflog.pcap" 10 nflog
 # (two interfaces, NFLOG and Ethernet, each with frames: libpcap refuses it)
 [ "$(tshark -r "$T/nflog_lo.pcapng" -T fields -e frame.interface_id -e frame.encap_type 2>/dev/null |
 	sort -u | wc -l)" = 2 ] || { echo "FAIL: dumpcap -i nflog:22 -i lo: not two link types"; fail=1; }
-run dumpcap_nflog_lo "$T/nflog_lo.pcapng" 14
+run dumpcap_nflog_lo "$T/nflog_lo.pcapng" 14 dumpcap2
 mkdir "$T/w"
 kinds=$($PY "$LINKS" wrap "$T/eth.pcap" "$T/w" 2>/dev/null) || { echo "FAIL: wrap"; exit 1; }
 for k in $kinds; do
@@ -199,6 +216,9 @@ done
 # would.
 runpcap() { # kind, capture, datagrams sent in it
 	local k=$1 in=$2 recs res
+	if [ -n "${LOSSY[$k]:-}" ]; then
+		echo "SKIP-PART: run --pcap $k: the capture tool dropped frames"; return
+	fi
 	recs=$(capinfos -c -M "$in" 2>/dev/null | awk '/Number of packets/ {print $NF}')
 	if ! "$RXPATH" run -q -w 1 --pcap "$in" --json >"$T/run_$k.json" 2>"$T/rerr_$k"; then
 		echo "FAIL: run --pcap $k: exit $?"; cat "$T/rerr_$k"; fail=1; return
@@ -240,6 +260,7 @@ runpcap mixed "$T/mixed.pcapng" 10
 # capture --read of the real NFLOG-and-loopback pcapng writes raw IP (the
 # same reader): every datagram is still in what it wrote
 if "$RXPATH" capture --read "$T/nflog_lo.pcapng" --write "$T/nflog_lo_raw.pcap" >"$T/cap.out" 2>&1; then
+	[ -n "${LOSSY[dumpcap_nflog_lo]:-}" ] && LOSSY[capture_read_nflog_lo]=1
 	runpcap capture_read_nflog_lo "$T/nflog_lo_raw.pcap" 14
 else
 	echo "FAIL: capture --read nflog_lo.pcapng: exit $?"; cat "$T/cap.out"; fail=1
