@@ -27,28 +27,64 @@
  * an Ethernet, IPv6 and UDP header (14 + 40 + 8) rounded up. */
 #define PULL_KEEP_HEADROOM 64u
 
-static void pkt_release_data(struct rxp_pkt *pkt);
+/*
+ * Freeing reads this thread's id once per packet and hands it down, and a
+ * head buffer of a packet pool whose last reference goes (the common
+ * case: every fragment's buffer in a reassembled datagram) goes straight
+ * back to its pool's cache, without the call through the page's release
+ * function (reassembly handover rows at 64 in flight, callgrind: 5-6
+ * fewer instructions per fragment).
+ */
+static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid);
 
-static inline void pkt_free(struct rxp_pkt *pkt)
+static inline void pkt_free(struct rxp_pkt *pkt, unsigned tid)
 {
-	pkt_release_data(pkt);
-	rxp_pool_put(pkt->pool->meta, pkt);
+	pkt_release_data(pkt, tid);
+	rxp_pool_put_tid_(pkt->pool->meta, pkt, tid);
 }
 
-static void frag_list_free(struct rxp_pkt *fl)
+static void frag_list_free(struct rxp_pkt *fl, unsigned tid)
 {
 	while (fl) {
 		struct rxp_pkt *next = fl->next;
 
-		pkt_free(fl);
+		pkt_free(fl, tid);
 		fl = next;
+	}
+}
+
+/* pg's last reference went: back to its owner. */
+static inline void page_release(struct rxp_page *pg, unsigned tid)
+{
+	if (rxp_likely(pg->release == pktpool_buf_release))
+		rxp_pool_put_tid_(pg->owner, pg, tid);
+	else
+		pg->release(pg);
+}
+
+/* rxp_page_put and pkt_page_put_many, releasing through page_release. */
+static inline void page_put(struct rxp_page *pg, unsigned tid)
+{
+	if (__atomic_load_n(&pg->refcnt, __ATOMIC_ACQUIRE) == 1 ||
+	    __atomic_fetch_sub(&pg->refcnt, 1, __ATOMIC_ACQ_REL) == 1) {
+		__atomic_store_n(&pg->refcnt, 0, __ATOMIC_RELAXED);
+		page_release(pg, tid);
+	}
+}
+
+static inline void page_put_many(struct rxp_page *pg, uint32_t n, unsigned tid)
+{
+	if (__atomic_load_n(&pg->refcnt, __ATOMIC_ACQUIRE) == n ||
+	    __atomic_fetch_sub(&pg->refcnt, n, __ATOMIC_ACQ_REL) == n) {
+		__atomic_store_n(&pg->refcnt, 0, __ATOMIC_RELAXED);
+		page_release(pg, tid);
 	}
 }
 
 /* Drop the references of frags[0..n): a run of frags on one page (the
  * pieces of one message, a reassembled datagram's slices of one buffer)
  * costs one atomic subtraction instead of one per frag. */
-static void frags_put(const struct rxp_frag *f, unsigned n)
+static void frags_put(const struct rxp_frag *f, unsigned n, unsigned tid)
 {
 	unsigned i = 0;
 
@@ -59,23 +95,23 @@ static void frags_put(const struct rxp_frag *f, unsigned n)
 		while (i + k < n && f[i + k].page == pg)
 			k++;
 		if (k == 1)
-			rxp_page_put(pg);
+			page_put(pg, tid);
 		else
-			pkt_page_put_many(pg, k);
+			page_put_many(pg, k, tid);
 		i += k;
 	}
 }
 
-static void pkt_release_data(struct rxp_pkt *pkt)
+static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid)
 {
 	/* Read the fragment array only for multi-buffer packets (thread 002:
 	 * touching it for every packet cost a cache miss). */
 	if (rxp_unlikely(pkt->nr_frags || pkt->frag_list)) {
-		frags_put(pkt->frags, pkt->nr_frags);
-		frag_list_free(pkt->frag_list);
+		frags_put(pkt->frags, pkt->nr_frags, tid);
+		frag_list_free(pkt->frag_list, tid);
 	}
 	if (pkt->head_page)
-		rxp_page_put(pkt->head_page);
+		page_put(pkt->head_page, tid);
 }
 
 /*
@@ -88,14 +124,10 @@ static void pkt_release_data(struct rxp_pkt *pkt)
  * fields it reads, as defrag does). Skipping the rest keeps a new packet to
  * two dirty cache lines instead of three.
  */
-static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file, int line)
+static inline void meta_init(struct rxp_pkt *pkt, struct rxp_pktpool *pp, unsigned tid)
 {
-	struct rxp_pkt *pkt = rxp_pool_get_inline_(pp->meta, file, line);
-
-	if (rxp_unlikely(!pkt))
-		return NULL;
 	memset(pkt, 0, offsetof(struct rxp_pkt, head));
-	pkt->owner = (uint16_t)rxp_thread_id();
+	pkt->owner = (uint16_t)tid;
 	pkt->pool = pp;
 	pkt->frag_list = NULL;
 	pkt->frag_tail = NULL;
@@ -104,6 +136,15 @@ static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file,
 	pkt->transport_off = OFF_UNSET;
 	pkt->queue = 0;
 	pkt->protocol = 0;
+}
+
+static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file, int line)
+{
+	struct rxp_pkt *pkt = rxp_pool_get_inline_(pp->meta, file, line);
+
+	if (rxp_unlikely(!pkt))
+		return NULL;
+	meta_init(pkt, pp, rxp_thread_id());
 	return pkt;
 }
 
@@ -141,8 +182,29 @@ static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uin
 	return pkt;
 }
 
+/* The common case in one piece, for a driver's or a reader's every
+ * packet: metadata and a small head buffer both in this thread's caches,
+ * its id read once and no call (alloc_headroom: the id read per pool,
+ * the buffer's pool chosen out of line: the reassembly handover's get
+ * loop went from 111.6 to 81.6 instructions per packet, callgrind).
+ * Anything else, and
+ * RXP_DEBUG builds, take alloc_headroom. */
 struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line)
 {
+	unsigned tid = rxp_thread_id();
+	void *m, *b;
+
+	if (rxp_likely((uint64_t)size + pp->headroom <= pp->buf_size) &&
+	    rxp_pool_take_pair_(pp->meta, pp->bufs, tid, &m, &b)) {
+		struct rxp_pkt *pkt = m;
+		struct rxp_page *pg = b;
+
+		rxp_page_set_refcount(pg, 1);
+		meta_init(pkt, pp, tid);
+		set_head(pkt, pg, 0, pg->size, pp->headroom);
+		pkt->truesize = RXP_PKT_META_TRUESIZE + pktpool_buf_truesize(pg);
+		return pkt;
+	}
 	return alloc_headroom(pp, size, pp->headroom, file, line);
 }
 
@@ -212,7 +274,7 @@ void rxp_pkt_consume(struct rxp_pkt *pkt)
 		return;
 	tid = rxp_thread_id();
 	pktpool_stat_add(tid, &pkt->pool->stats[tid].consumed, 1);
-	pkt_free(pkt);
+	pkt_free(pkt, tid);
 }
 
 void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason)
@@ -227,7 +289,7 @@ void rxp_pkt_drop(struct rxp_pkt *pkt, enum rxp_drop_reason reason)
 	pktpool_stat_add(tid, &pkt->pool->stats[tid].drops[reason], 1);
 	if (rxp_unlikely(pkt->pool->drop_hook != NULL))
 		pkt->pool->drop_hook(pkt->pool->drop_hook_arg, pkt, reason);
-	pkt_free(pkt);
+	pkt_free(pkt, tid);
 }
 
 void rxp_pkt_queue_purge(struct rxp_pkt_queue *q, enum rxp_drop_reason reason)
@@ -438,7 +500,7 @@ static void eat_nonlinear(struct rxp_pkt *p, uint32_t k)
 		if (k >= m->len) {
 			k -= m->len;
 			p->frag_list = m->next;
-			pkt_free(m);
+			pkt_free(m, rxp_thread_id());
 			continue;
 		}
 		eat_front(m, k);
@@ -538,7 +600,7 @@ int rxp_pkt_trim(struct rxp_pkt *pkt, uint32_t len)
 	while ((m = *link)) {
 		if (rem == 0) {
 			*link = NULL;
-			frag_list_free(m);
+			frag_list_free(m, rxp_thread_id());
 			break;
 		}
 		if (m->len > rem)
@@ -596,7 +658,7 @@ struct rxp_pkt *rxp_pkt_clone(struct rxp_pkt *pkt)
 			for (unsigned i = 0; i < c->nr_frags; i++)
 				rxp_page_put(c->frags[i].page);
 			c->nr_frags = 0;
-			frag_list_free(c->frag_list);
+			frag_list_free(c->frag_list, rxp_thread_id());
 			c->frag_list = NULL;
 			rxp_page_put(c->head_page);
 			rxp_pool_put(pkt->pool->meta, c);

@@ -55,5 +55,9 @@ static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
 /* A head buffer with at least need bytes, refcount 1; NULL if none. */
 struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file, int line);
 uint32_t pktpool_buf_truesize(const struct rxp_page *pg);
+/* A head buffer's release function: back to its pool (pg->owner). Freeing
+ * packets (pkt.c) compares a page's release with it and puts a buffer of
+ * its own pools back inline. */
+void pktpool_buf_release(struct rxp_page *pg);
 
 #endif

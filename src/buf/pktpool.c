@@ -17,7 +17,7 @@
 
 #define BUF_HDR RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE)
 
-static void buf_release(struct rxp_page *pg)
+void pktpool_buf_release(struct rxp_page *pg)
 {
 	rxp_pool_put(pg->owner, pg);
 }
@@ -31,7 +31,7 @@ static void buf_init(void *obj, unsigned idx, void *arg)
 	rxp_page_set_refcount(pg, 0);
 	pg->size = a->size;
 	pg->addr = (uint8_t *)obj + BUF_HDR;
-	pg->release = buf_release;
+	pg->release = pktpool_buf_release;
 	pg->owner = a->pool;
 	pg->priv = 0;
 }

@@ -107,6 +107,37 @@ static inline void *rxp_pool_get_inline_(struct rxp_pool *pool, const char *file
 	return rxp_pool_get_at(pool, file, line);
 }
 
+/* For a caller that takes from two pools at once (a packet: its metadata
+ * and its buffer) with this thread's id (tid) read once: an object from
+ * each pool's cache for this thread, both (true) or neither (false: a
+ * cache is empty, or an RXP_DEBUG build, whose callers then take the
+ * tracked calls). */
+static inline __attribute__((always_inline)) bool
+rxp_pool_take_pair_(struct rxp_pool *a, struct rxp_pool *b, unsigned tid, void **oa, void **ob)
+{
+#ifndef RXP_DEBUG
+	struct rxp_pool_cache_ *ca = rxp_pool_cache_(a, tid), *cb = rxp_pool_cache_(b, tid);
+	uint32_t la = ca->len, lb = cb->len;
+
+	if (__builtin_expect(la != 0 && lb != 0, 1)) {
+		ca->len = la - 1;
+		cb->len = lb - 1;
+		*oa = ca->objs[la - 1];
+		*ob = cb->objs[lb - 1];
+		ca->alloc++;
+		cb->alloc++;
+		return true;
+	}
+#else
+	(void)a;
+	(void)b;
+	(void)tid;
+	(void)oa;
+	(void)ob;
+#endif
+	return false;
+}
+
 static inline int rxp_pool_get_bulk_inline_(struct rxp_pool *pool, void **objs, unsigned n,
 					    const char *file, int line)
 {
@@ -123,10 +154,13 @@ static inline int rxp_pool_get_bulk_inline_(struct rxp_pool *pool, void **objs, 
 	return rxp_pool_get_bulk_at(pool, objs, n, file, line);
 }
 
-static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
+/* rxp_pool_put for a caller that has this thread's id at hand (tid:
+ * rxp_thread_id()), so that freeing several objects reads it once. */
+static inline __attribute__((always_inline)) void rxp_pool_put_tid_(struct rxp_pool *pool,
+								    void *obj, unsigned tid)
 {
 #ifndef RXP_DEBUG
-	unsigned tid = rxp_thread_id(), owner;
+	unsigned owner;
 	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, tid);
 	const struct rxp_pool_head_ *h = (const struct rxp_pool_head_ *)(const void *)pool;
 	struct rxp_pool_stage_ *s;
@@ -151,8 +185,15 @@ static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
 		c->free++;
 		return;
 	}
+#else
+	(void)tid;
 #endif
 	rxp_pool_put_at_(pool, obj);
+}
+
+static inline void rxp_pool_put(struct rxp_pool *pool, void *obj)
+{
+	rxp_pool_put_tid_(pool, obj, rxp_thread_id());
 }
 
 static inline __attribute__((always_inline)) void rxp_pool_put_bulk(struct rxp_pool *pool,
