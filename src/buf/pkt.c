@@ -192,20 +192,22 @@ static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uin
 struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line)
 {
 	unsigned tid = rxp_thread_id();
+	uint32_t hr = pp->headroom, bs = pp->buf_size; /* read once: pkt may alias */
 	void *m, *b;
 
-	if (rxp_likely((uint64_t)size + pp->headroom <= pp->buf_size) &&
+	if (rxp_likely((uint64_t)size + hr <= bs) &&
 	    rxp_pool_take_pair_(pp->meta, pp->bufs, tid, &m, &b)) {
 		struct rxp_pkt *pkt = m;
 		struct rxp_page *pg = b;
 
 		rxp_page_set_refcount(pg, 1);
 		meta_init(pkt, pp, tid);
-		set_head(pkt, pg, 0, pg->size, pp->headroom);
-		pkt->truesize = RXP_PKT_META_TRUESIZE + pktpool_buf_truesize(pg);
+		/* a small buffer's size is the pool's buf_size */
+		set_head(pkt, pg, 0, bs, hr);
+		pkt->truesize = RXP_PKT_META_TRUESIZE + PKTPOOL_BUF_HDR + bs;
 		return pkt;
 	}
-	return alloc_headroom(pp, size, pp->headroom, file, line);
+	return alloc_headroom(pp, size, hr, file, line);
 }
 
 /* A refused build: the page references passed in go (frag_page may be

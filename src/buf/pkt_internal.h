@@ -52,6 +52,9 @@ static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
 	}
 }
 
+/* A head buffer's header, before its bytes (pg->addr), in its pool slot. */
+#define PKTPOOL_BUF_HDR ((uint32_t)RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE))
+
 /* A head buffer with at least need bytes, refcount 1; NULL if none. */
 struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file, int line);
 uint32_t pktpool_buf_truesize(const struct rxp_page *pg);

@@ -15,7 +15,7 @@
 #include "rxpath/compiler.h"
 #include "buf/pkt_internal.h"
 
-#define BUF_HDR RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE)
+#define BUF_HDR PKTPOOL_BUF_HDR
 
 void pktpool_buf_release(struct rxp_page *pg)
 {
