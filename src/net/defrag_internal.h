@@ -440,6 +440,13 @@ static inline void dfr_gap_note(struct rxp_defrag_table *t, struct dfr_queue *q,
 	q->gapmax = gap > q->gapmax ? gap : q->gapmax;
 }
 
+/* Below this much memory held by the table (its fragments, at about
+ * 2.4 KiB each with 1500-byte frames, and queues), the fast path does not
+ * prefetch what completion reads: it is all in this core's caches, and
+ * finding out whether a fragment completes its datagram, to ask for it
+ * early, costs instructions for nothing (see dfr_frag_runs). */
+#define DFR_PREFETCH_MEM (1024u * 1024u)
+
 /* Building touches every fragment's first metadata line (and the result's
  * second line and frag array), freeing the datagram their page headers,
  * and finishing it the first fragment's IP header, each long out of cache

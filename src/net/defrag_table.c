@@ -653,7 +653,8 @@ static uint8_t ecn_combine(uint8_t m)
 }
 
 /* Complete q, whose last fragment was last: build, fix the header, free
- * the queue. prefetched: the fragments were asked for already. */
+ * the queue. prefetched: the fragments were asked for already (or, with
+ * the table all in cache, need not be). */
 DFR_HOT struct rxp_pkt *dfr_finish(struct rxp_defrag_table *t, struct dfr_queue *q,
 				   const struct rxp_pkt *last, bool prefetched)
 {
