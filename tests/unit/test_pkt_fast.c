@@ -162,6 +162,71 @@ static void test_meta_reinit(void **state)
 	rxpt_pktpool_teardown(pp);
 }
 
+/* rxp_pkt_alloc's one-piece path (metadata and a small buffer from this
+ * thread's caches) gives the packet the general path gives; with the small
+ * buffers gone it falls back to a large one, and with none left it fails,
+ * counted. Freeing puts each object back where it came from. */
+static void test_alloc_paths(void **state)
+{
+	struct rxp_pktpool_config c = {.name = "t", .n_pkts = 16, .n_bufs = 4, .n_large = 2};
+	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
+	struct rxp_pkt *v[6], *cp;
+	struct rxp_pktpool_stats st;
+	unsigned hr, bs;
+
+	assert_non_null(pp);
+	hr = rxp_pktpool_headroom(pp);
+	bs = rxp_pktpool_buf_size(pp);
+	for (int i = 0; i < 4; i++) {
+		v[i] = rxp_pkt_alloc(pp, 100);
+		assert_non_null(v[i]);
+		assert_int_equal(rxp_pkt_headroom(v[i]), hr);
+		assert_int_equal(rxp_pkt_tailroom(v[i]), bs - hr);
+		assert_int_equal(v[i]->len, 0);
+		assert_int_equal(rxp_page_refcount(v[i]->head_page), 1);
+		assert_ptr_equal(v[i]->pool, pp);
+		assert_int_equal(v[i]->network_off, 0xffff);
+	}
+	/* rxp_pkt_copy allocates through the general path: the same head
+	 * and the same truesize for the same small buffer class */
+	memset(rxp_pkt_put(v[0], 60), 0xab, 60);
+	rxp_pkt_pull(v[0], 10);
+	cp = rxp_pkt_copy(v[0]);
+	/* no small buffer is left: the copy holds a large one */
+	assert_non_null(cp);
+	assert_true(cp->truesize > v[0]->truesize);
+	rxp_pkt_consume(cp);
+	cp = NULL;
+	/* the small buffers are all out: a large one, as the general path
+	 * falls back to */
+	v[4] = rxp_pkt_alloc(pp, 100);
+	assert_non_null(v[4]);
+	assert_int_equal(rxp_pkt_headroom(v[4]), hr);
+	assert_true(rxp_pkt_tailroom(v[4]) > bs - hr);
+	assert_true(v[4]->truesize > v[1]->truesize);
+	v[5] = rxp_pkt_alloc(pp, 100);
+	assert_non_null(v[5]);
+	rxp_pktpool_get_stats(pp, &st);
+	assert_int_equal(st.large.alloc_fail, 0);
+	/* nothing left at all */
+	assert_null(rxp_pkt_alloc(pp, 100));
+	rxp_pktpool_get_stats(pp, &st);
+	assert_true(st.large.alloc_fail >= 1);
+	/* freed, each to its own pool; a small one comes back first */
+	rxp_pkt_consume(v[1]);
+	cp = rxp_pkt_alloc(pp, 100);
+	assert_non_null(cp);
+	assert_int_equal(rxp_pkt_tailroom(cp), bs - hr);
+	assert_int_equal(cp->truesize, v[2]->truesize);
+	rxp_pkt_consume(cp);
+	for (int i = 0; i < 6; i++)
+		if (i != 1)
+			rxp_pkt_consume(v[i]);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 0);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 0);
+	rxpt_pktpool_teardown(pp);
+}
+
 /* Fragments of one message joined the way a reassembler joins them. */
 static void test_coalesce_fast(void **state)
 {
@@ -656,10 +721,15 @@ static void test_coalesce_list_batch(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_build_frag),    cmocka_unit_test(test_meta_reinit),
-		cmocka_unit_test(test_coalesce_fast), cmocka_unit_test(test_coalesce_fast_refusals),
-		cmocka_unit_test(test_coalesce_list), cmocka_unit_test(test_coalesce_list_batch),
-		cmocka_unit_test(test_page_batch),    cmocka_unit_test(test_may_pull_headroom),
+		cmocka_unit_test(test_build_frag),
+		cmocka_unit_test(test_meta_reinit),
+		cmocka_unit_test(test_alloc_paths),
+		cmocka_unit_test(test_coalesce_fast),
+		cmocka_unit_test(test_coalesce_fast_refusals),
+		cmocka_unit_test(test_coalesce_list),
+		cmocka_unit_test(test_coalesce_list_batch),
+		cmocka_unit_test(test_page_batch),
+		cmocka_unit_test(test_may_pull_headroom),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
