@@ -213,8 +213,13 @@ static __attribute__((noinline)) char fz_predict(const struct rp_dgram *g, const
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	/* Large buffers for every fragment the models can hold at once (a
+	 * fragment over a small buffer takes one) and the results a policy
+	 * table builds in one: with 96, 61 fragments of 1,976 bytes and a
+	 * duplicate each left none for a policy result, whose NOMEM the model
+	 * cannot predict. Slots are carved when first used. */
 	struct rxp_pktpool_config pc = {
-		.name = "fzm", .n_pkts = 4096, .n_bufs = 4096, .n_large = 96};
+		.name = "fzm", .n_pkts = 4096, .n_bufs = 4096, .n_large = NMODEL * DM_MAXACC + 16};
 	struct rxp_pktpool *pp = fz_pool(&pc);
 	static struct rp_plan p;
 	struct rxp_defrag_table *t;
