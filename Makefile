@@ -6,10 +6,11 @@ ASAN    := build/asan
 ASANI   := build/asan-inline
 FUZZB   := build/fuzz
 FUZZCOV := build/fuzz-cov
+FUZZI   := build/fuzz-inline
 FUZZ_SECONDS ?= 60
 CTEST   := ctest --output-on-failure -j $(JOBS)
 
-.PHONY: all deps release asan asan-inline fuzz-build fuzz-cov-build run test test-release test-asan bench fuzz fuzz-long fuzz-cov install format format-check clean
+.PHONY: all deps release asan asan-inline fuzz-build fuzz-inline-build fuzz-cov-build run test test-release test-asan bench fuzz fuzz-inline fuzz-long fuzz-cov install format format-check clean
 
 all: release
 
@@ -33,6 +34,12 @@ asan-inline: deps
 fuzz-build: deps
 	@CC=clang cmake -S . -B $(FUZZB) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_FUZZ=ON -DRXP_BENCH=OFF >/dev/null
 	@cmake --build $(FUZZB) -j $(JOBS)
+
+# The fuzz targets without RXP_DEBUG: the inline pool and packet fast
+# paths (which RXP_DEBUG turns into tracked calls) run under the fuzzers.
+fuzz-inline-build: deps
+	@CC=clang cmake -S . -B $(FUZZI) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_FUZZ=ON -DRXP_DEBUG_CHECKS=OFF -DRXP_BENCH=OFF >/dev/null
+	@cmake --build $(FUZZI) -j $(JOBS)
 
 fuzz-cov-build: deps
 	@CC=clang cmake -S . -B $(FUZZCOV) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DRXP_FUZZ=ON -DRXP_FUZZ_COV=ON -DRXP_BENCH=OFF >/dev/null
@@ -59,6 +66,9 @@ bench: release
 
 fuzz: fuzz-build
 	@cd $(FUZZB) && RXP_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -R '^fuzz/'
+
+fuzz-inline: fuzz-inline-build
+	@cd $(FUZZI) && RXP_FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --output-on-failure -R '^fuzz/'
 
 # Every target to 10^7 executions (FUZZ_RUNS), or for FUZZ_SECONDS each when
 # that is given (both: whichever comes first), FUZZ_JOBS targets at a time
