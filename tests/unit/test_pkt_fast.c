@@ -178,6 +178,22 @@ static void test_alloc_paths(void **state)
 	hr = rxp_pktpool_headroom(pp);
 	bs = rxp_pktpool_buf_size(pp);
 	for (int i = 0; i < 4; i++) {
+		if (i == 3) {
+			/* rxp_pkt_copy allocates through the general path
+			 * (alloc_headroom): with a small buffer left, the
+			 * same buffer class, truesize and room as the cache
+			 * path's packets */
+			memset(rxp_pkt_put(v[0], 60), 0xab, 60);
+			rxp_pkt_pull(v[0], 10);
+			cp = rxp_pkt_copy(v[0]);
+			assert_non_null(cp);
+			assert_int_equal(cp->truesize, v[1]->truesize);
+			assert_int_equal(rxp_pkt_headroom(cp), hr + 10);
+			assert_int_equal(rxp_pkt_headroom(cp) + cp->len + rxp_pkt_tailroom(cp), bs);
+			assert_int_equal(rxp_page_refcount(cp->head_page), 1);
+			rxp_pkt_consume(cp);
+			cp = NULL;
+		}
 		v[i] = rxp_pkt_alloc(pp, 100);
 		assert_non_null(v[i]);
 		assert_int_equal(rxp_pkt_headroom(v[i]), hr);
@@ -187,12 +203,8 @@ static void test_alloc_paths(void **state)
 		assert_ptr_equal(v[i]->pool, pp);
 		assert_int_equal(v[i]->network_off, 0xffff);
 	}
-	/* rxp_pkt_copy allocates through the general path: the same head
-	 * and the same truesize for the same small buffer class */
-	memset(rxp_pkt_put(v[0], 60), 0xab, 60);
-	rxp_pkt_pull(v[0], 10);
+	/* no small buffer is left: a copy holds a large one */
 	cp = rxp_pkt_copy(v[0]);
-	/* no small buffer is left: the copy holds a large one */
 	assert_non_null(cp);
 	assert_true(cp->truesize > v[0]->truesize);
 	rxp_pkt_consume(cp);
