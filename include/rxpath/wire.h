@@ -136,9 +136,29 @@ static inline uint32_t rxp_csum_partial(const void *buf, size_t len, uint32_t su
 		len -= 8;
 	}
 	if (len) {
+		/* the last 1-7 bytes in place (little-endian), zero-padded; in
+		 * pieces, as a memcpy of len bytes is `rep movsb` */
 		uint64_t w = 0;
+		unsigned sh = 0;
 
-		memcpy(&w, p, len); /* little-endian: bytes in place, zero-padded */
+		if (len & 4) {
+			uint32_t x;
+
+			memcpy(&x, p, 4);
+			w = x;
+			p += 4;
+			sh = 32;
+		}
+		if (len & 2) {
+			uint16_t x;
+
+			memcpy(&x, p, 2);
+			w |= (uint64_t)x << sh;
+			p += 2;
+			sh += 16;
+		}
+		if (len & 1)
+			w |= (uint64_t)*p << sh;
 		a += w;
 	}
 	/* fold 128 -> 64 -> 32 bits, adding carries back in */

@@ -228,7 +228,8 @@ size_t rxp_pool_destroy(struct rxp_pool *p)
 /* ---- get ----------------------------------------------------------------- */
 
 /* Copy n object pointers. The usual burst sizes get a copy of constant
- * size, which the compiler inlines (a libc call costs more than the copy). */
+ * size, which the compiler inlines; others go a pointer at a time up to
+ * RXP_POOL_COPY_LOOP_, as a variable-sized memcpy is `rep movsq`. */
 static inline void copy_objs(void **dst, void *const *src, unsigned n)
 {
 	if (n == 32)
@@ -236,7 +237,7 @@ static inline void copy_objs(void **dst, void *const *src, unsigned n)
 	else if (n == 64)
 		memcpy(dst, src, 64 * sizeof(void *));
 	else
-		memcpy(dst, src, n * sizeof(void *));
+		rxp_pool_copy_ptrs_(dst, src, n);
 }
 
 static inline void mark_used(struct rxp_pool *p, void *obj, unsigned tid, const char *file,
@@ -389,7 +390,7 @@ int rxp_pool_get_bulk_at(struct rxp_pool *p, void **objs, unsigned n, const char
 			return -ENOMEM;
 		}
 		c->len -= n;
-		memcpy(objs, c->objs + c->len, n * sizeof(void *));
+		rxp_pool_copy_ptrs_(objs, c->objs + c->len, n);
 	} else {
 		bool got = rxp_mpmc_dequeue(p->ring, objs, n, true);
 

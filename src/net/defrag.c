@@ -538,9 +538,18 @@ fast_queue(struct rxp_defrag_table *t, struct rxp_pkt *pkt, struct dfr_queue *q,
 	t->c.ReasmReqds++;
 	t->seq++;
 	if (!q) {
-		struct dfr_key key = {.family = family, .proto = proto, .id = id, .zone = kzone};
+		/* field by field: an initializer zeroes all of it first, which
+		 * GCC does with `rep stosq` */
+		struct dfr_key key;
 
+		key.family = family;
+		key.proto = proto;
+		key.pad = 0;
+		key.id = id;
+		key.zone = kzone;
 		memcpy(key.addr, addr, alen);
+		if (alen < sizeof(key.addr))
+			memset(key.addr + alen, 0, sizeof(key.addr) - alen);
 		q = dfr_queue_new(t, &key, 0, false, slot, now);
 	}
 	return fast_take(t, pkt, q, family == 4, f, tsize, zone, now);
