@@ -384,36 +384,74 @@ struct fast_frag {
 	bool mf, df;
 };
 
-/* The dfr_info of a fragment the fast path took into q, for a cold path:
- * its key is q's. */
-static void fast_info(const struct dfr_queue *q, struct fast_frag f, struct dfr_info *fi)
+static inline uint32_t be16_at(const uint8_t *p)
 {
-	fi->key = q->key;
-	fi->off = f.off;
-	fi->end = f.end;
-	fi->hdrlen = f.hdrlen;
-	fi->nhoff = f.nhoff;
-	fi->nexthdr = f.nexthdr;
-	fi->ecn = f.ecn;
-	fi->mf = f.mf;
-	fi->df = f.df;
+	return (uint32_t)p[0] << 8 | p[1];
 }
 
-/* The storage refused pkt (r): as frag_in does. Consumes pkt. */
-static __attribute__((noinline, cold)) void fast_refused(struct rxp_defrag_table *t,
-							 struct dfr_queue *q, struct rxp_pkt *pkt,
-							 struct fast_frag f, int r)
+/* What the fast path read of a fragment it took (its header pulled off,
+ * hdrlen bytes before pkt->data, as checked there), read again for a cold
+ * path: passing the fast path's own copy would keep it in memory on the
+ * hot path (the stack stores cost 10-20 instructions per fragment). */
+static struct fast_frag fast_reread(const struct rxp_pkt *pkt, bool v4)
 {
+	struct fast_frag f;
+
+	if (v4) {
+		const uint8_t *b = pkt->data - RXP_IPV4_HLEN;
+		uint32_t fo = be16_at(b + 6);
+
+		f.off = (fo & RXP_IP_OFFMASK) * 8u;
+		f.end = f.off + be16_at(b + 2) - RXP_IPV4_HLEN;
+		f.hdrlen = RXP_IPV4_HLEN;
+		f.nhoff = 0;
+		f.nexthdr = 0;
+		f.ecn = b[1] & 3;
+		f.mf = fo & RXP_IP_MF;
+		f.df = fo & RXP_IP_DF;
+	} else {
+		const uint8_t *b = pkt->data - RXP_IPV6_HLEN - RXP_IPV6_FRAGHDR_LEN;
+		const uint8_t *fh = b + RXP_IPV6_HLEN;
+		uint32_t fo = be16_at(fh + 2);
+
+		f.off = fo & RXP_IP6_OFFMASK;
+		f.end = f.off + be16_at(b + 4) - RXP_IPV6_FRAGHDR_LEN;
+		f.hdrlen = RXP_IPV6_HLEN + RXP_IPV6_FRAGHDR_LEN;
+		f.nhoff = 6;
+		f.nexthdr = fh[0];
+		f.ecn = (b[1] >> 4) & 3;
+		f.mf = fo & RXP_IP6_MF;
+		f.df = false;
+	}
+	return f;
+}
+
+/* The storage refused pkt (r), which the fast path took into q: as
+ * frag_in does. Consumes pkt. */
+static __attribute__((noinline, cold)) void
+fast_refused(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, bool v4, int r)
+{
+	struct fast_frag f = fast_reread(pkt, v4);
 	struct dfr_info fi;
 
-	fast_info(q, f, &fi);
+	fi.key = q->key;
+	fi.off = f.off;
+	fi.end = f.end;
+	fi.hdrlen = f.hdrlen;
+	fi.nhoff = f.nhoff;
+	fi.nexthdr = f.nexthdr;
+	fi.ecn = f.ecn;
+	fi.mf = f.mf;
+	fi.df = f.df;
 	dfr_insert_failed(t, q, &fi, pkt, r);
 }
 
 /* The FRAG event of a fragment the fast path took (the table has a hook). */
 static __attribute__((noinline)) void fast_event(struct rxp_defrag_table *t, struct dfr_queue *q,
-						 struct rxp_pkt *pkt, struct fast_frag f)
+						 struct rxp_pkt *pkt, bool v4)
 {
+	struct fast_frag f = fast_reread(pkt, v4);
+
 	dfr_ev_frag_at(t, q, &q->key, f.off, f.end, f.mf, f.df, pkt, f.hdrlen, RXP_DEFRAG_EV_FRAG,
 		       0);
 }
@@ -461,21 +499,16 @@ fast_take(struct rxp_defrag_table *t, struct rxp_pkt *pkt, struct dfr_queue *q, 
 		dfr_cb(pkt)->hdrlen = f->hdrlen;
 	r = dfr_runs_insert(t, q, pkt, f->off, f->end);
 	if (rxp_unlikely(r != DFR_OK)) {
-		fast_refused(t, q, pkt, *f, r);
+		fast_refused(t, q, pkt, v4, r);
 		return NULL;
 	}
 	account(t, q, pkt, tsize, f->off, f->end, f->hdrlen, f->nhoff, f->nexthdr, f->ecn, f->mf,
 		f->df, true, false);
 	if (rxp_unlikely(t->ev_frag))
-		fast_event(t, q, pkt, *f);
+		fast_event(t, q, pkt, v4);
 	if ((q->flags == (DFR_F_FIRST | DFR_F_LAST)) & (q->meat == q->len))
 		return dfr_finish(t, q, pkt, prefetched);
 	return NULL;
-}
-
-static inline uint32_t be16_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 8 | p[1];
 }
 
 /* An IPv4 fragment's key as the words a queue's key is compared with

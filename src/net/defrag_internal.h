@@ -667,6 +667,9 @@ struct dfr_storage {
 	void (*fini)(struct rxp_defrag_table *t);
 	/* A queue (new, or restarted by max_dist) holds nothing. */
 	void (*reset)(struct rxp_defrag_table *t, struct dfr_queue *q);
+	/* A new queue's cleared lines (0, 1, 3) already reset it: no call
+	 * then, which would make the fast path save its registers around it. */
+	bool reset_by_clear;
 	/* Build the datagram from a complete queue (which is left empty): data
 	 * at the IP header (pushed back), or NULL after dropping every
 	 * fragment (RXP_DROP_NOMEM). */

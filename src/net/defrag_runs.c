@@ -130,7 +130,8 @@ static void small_start(struct dfr_queue *q)
 
 /* Small form: place pkt, [off, end) with off < q->tail_end, among the runs.
  * -1 when the small form has no room (the caller goes to the tree). */
-static int small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+static inline __attribute__((always_inline)) int
+small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
 	unsigned n = q->nsmall, i;
 
@@ -522,6 +523,8 @@ static void runs_drain(struct rxp_defrag_table *t, struct dfr_queue *q,
 }
 
 /* A new queue is all zeros but for its tree's root, which is too. */
+_Static_assert(offsetof(struct dfr_queue, runs) + sizeof(struct dfr_tree) <= 128,
+	       "the runs' root is in a line dfr_queue_new clears");
 static void runs_reset(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
 	RB_INIT(&q->runs);
@@ -532,6 +535,7 @@ const struct dfr_storage dfr_runs_storage = {
 	.init = runs_init,
 	.fini = runs_fini,
 	.reset = runs_reset,
+	.reset_by_clear = true, /* the tree's root is in line 1 */
 	.build = runs_build,
 	.drain = runs_drain,
 };

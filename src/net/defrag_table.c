@@ -610,7 +610,8 @@ DFR_HOT struct dfr_queue *dfr_queue_new(struct rxp_defrag_table *t, const struct
 		q->pst = DFR_CLS_NEW << 1;
 	}
 	q->fifo = dfr_fifo_of(k->family, dfr_cls(q));
-	t->st->reset(t, q);
+	if (!t->st->reset_by_clear)
+		t->st->reset(t, q);
 	arm(t, q, now);
 	q->last_seq = (uint32_t)t->seq;
 	q->born = t->seq;
