@@ -215,23 +215,31 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
 		void *shells[RXP_MAX_FRAGS];
 		unsigned ns = 0, nf = to->nr_frags;
 		uint32_t len = 0, ts = 0;
+		/* What the loop tests against, in registers: the tailroom a
+		 * first packet could be copied into (none once one is a frag),
+		 * and where to's last frag ends (no page: none yet). */
+		uint32_t room = to->data_len ? 0 : (uint32_t)(to->end - to->tail);
+		const struct rxp_page *lpg = nf ? to->frags[nf - 1].page : NULL;
+		uint32_t lend = nf ? to->frags[nf - 1].off + to->frags[nf - 1].size : 0;
 
 		for (; p && nf < RXP_MAX_FRAGS; p = pn) {
 			struct rxp_page *pg = p->head_page;
-			uint32_t off = rxp_pkt_data_page_off(p);
-			uint32_t room = to->data_len || len ? 0 : (uint32_t)(to->end - to->tail);
+			uint32_t off = rxp_pkt_data_page_off(p), plen = p->len;
 
-			if (p->data_len || p->nr_frags || p->data == p->tail || p->pool != pool ||
-			    p->len <= room ||
-			    (nf && to->frags[nf - 1].page == pg &&
-			     to->frags[nf - 1].off + to->frags[nf - 1].size == off))
+			/* (an empty packet is plen <= room: linear, its len is
+			 * tail - data) */
+			if ((p->data_len | p->nr_frags) || p->pool != pool || plen <= room ||
+			    (lpg == pg && lend == off))
 				break;
 			pn = p->next;
 			p->next = NULL;
-			to->frags[nf++] = (struct rxp_frag){pg, off, p->len};
-			len += p->len;
+			to->frags[nf++] = (struct rxp_frag){pg, off, plen};
+			len += plen;
 			ts += p->truesize - RXP_PKT_META_TRUESIZE;
 			shells[ns++] = p;
+			room = 0;
+			lpg = pg;
+			lend = off + plen;
 		}
 		if (ns) {
 			unsigned tid = rxp_thread_id();
