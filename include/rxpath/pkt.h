@@ -286,6 +286,19 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
  * Consumes every packet of list. */
 void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_page_batch *pb);
 
+/* A reassembler's runs in one walk: tails[0..nruns) are the last packets
+ * of nruns runs in ascending order, each run linked backwards through next
+ * (its first packet's next is NULL), n packets in all, and to is the first
+ * packet of run 0. When every other packet would become a frag of to by
+ * rxp_pkt_coalesce_list's leading loop (linear, of to's pool, not the next
+ * slice of the one before it, not copied into to's tailroom) and to is
+ * linear, has no frag, frag_list or clone and room for them all, they
+ * become its frags, their metadata goes back to the pool, and true is
+ * returned: the outcome rxp_pkt_coalesce_list would give with the runs as
+ * one forward list. Otherwise false, with nothing changed. */
+bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, unsigned nruns,
+			   unsigned n);
+
 /* Append from to to's frag_list as is, keeping its boundaries (forwarding);
  * an empty from is consumed instead (frag_list members are never empty).
  * Consumes from. */

@@ -196,6 +196,66 @@ general:
 	return coalesce_general(to, from);
 }
 
+/* The packets are walked from the last run's tail backwards, each frag
+ * placed at its position from the end, so no forward list is built and
+ * each packet is read once (a reassembled datagram's completion walked
+ * them twice: reversing the runs, then coalescing). */
+bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, unsigned nruns,
+			   unsigned n)
+{
+	struct rxp_pktpool *pool = to->pool;
+	void *shells[RXP_MAX_FRAGS];
+	const struct rxp_page *npg = NULL; /* the page and offset of the packet */
+	uint32_t noff = 0; /* after this one (none yet) */
+	uint32_t len = 0, ts = 0;
+	unsigned pos = n - 1, tid;
+	bool at_to = false;
+
+	if (n < 2 || n - 1 > RXP_MAX_FRAGS || (to->data_len | to->nr_frags) || to->frag_list ||
+	    rxp_pkt_cloned(to))
+		return false;
+	for (unsigned r = nruns; r-- > 0 && !at_to;) {
+		for (struct rxp_pkt *p = tails[r]; p; p = p->next) {
+			struct rxp_page *pg = p->head_page;
+			uint32_t off, plen;
+
+			if (p == to) {
+				/* run 0's first packet, with all the others placed */
+				if (r || p->next || pos)
+					return false;
+				at_to = true;
+				break;
+			}
+			off = rxp_pkt_data_page_off(p);
+			plen = p->len;
+			if (!pos || (p->data_len | p->nr_frags) || p->pool != pool || !plen ||
+			    (npg == pg && off + plen == noff))
+				return false;
+			pos--;
+			to->frags[pos] = (struct rxp_frag){pg, off, plen};
+			shells[pos] = p;
+			len += plen;
+			ts += p->truesize - RXP_PKT_META_TRUESIZE;
+			npg = pg;
+			noff = off;
+		}
+	}
+	/* (frags[0] is the packet after to: copied into its tailroom if it
+	 * fits, which is rxp_pkt_coalesce_list's other path) */
+	if (!at_to || to->frags[0].size <= (uint32_t)(to->end - to->tail))
+		return false;
+	to->nr_frags = (uint8_t)(n - 1);
+	to->len += len;
+	to->data_len += len;
+	to->truesize += ts;
+	/* the shells' next is stale: a packet's first line is cleared when
+	 * it is allocated */
+	tid = rxp_thread_id();
+	pktpool_stat_add(tid, &pool->stats[tid].consumed, n - 1);
+	rxp_pool_put_bulk(pool->meta, shells, n - 1);
+	return true;
+}
+
 void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_page_batch *pb)
 {
 	struct rxp_pkt *p = list, *pn;

@@ -477,7 +477,27 @@ bool dfr_runs_compare(const struct dfr_queue *q, const struct rxp_pkt *pkt, uint
 
 static struct rxp_pkt *runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	struct rxp_pkt *head, *p, *pn, *rest;
+	struct rxp_pkt *head = q->pkt0, *p, *pn, *rest;
+
+	/* The usual datagram, whose runs are in the queue (small form, or
+	 * one run): coalesced in one walk of the runs. Anything that walk
+	 * does not take (it changes nothing then) goes the general way. */
+	if (!t->cfg.forward && head && q->tail && !q->last_run) {
+		struct rxp_pkt *const *tails = &q->tail;
+		unsigned nr = 1;
+
+		if (q->nsmall) {
+			q->stail[q->nsmall - 1] = q->tail;
+			tails = q->stail;
+			nr = q->nsmall;
+		}
+		if (rxp_pkt_coalesce_runs(head, tails, nr, q->nfrags)) {
+			q->nsmall = 0;
+			q->tail = NULL;
+			rxp_pkt_push(head, q->hdrlen);
+			return head;
+		}
+	}
 
 	/* Every fragment, in order; the nodes go back as we pass. */
 	head = runs_take_all(t, q);

@@ -509,7 +509,7 @@ struct clist_side {
  * small pool packets (copied into tailroom while to has some), fragments
  * with a header slice and one data frag, pool packets of their own buffer,
  * linear slices made by a second pool, empty packets, and cloned slices. */
-static void clist_make(struct clist_side *sd, uint64_t seed)
+static void clist_make_kinds(struct clist_side *sd, uint64_t seed, bool plain)
 {
 	struct rxpt_rng r;
 	struct rxp_pkt **link = &sd->list;
@@ -527,8 +527,10 @@ static void clist_make(struct clist_side *sd, uint64_t seed)
 	sd->hp = rxpt_page_new(64 * 64);
 	rxpt_fill(sd->pg->addr, CLIST_PG, (uint32_t)seed);
 	memset(sd->hp->addr, 0, 64 * 64);
-	if (rxpt_rng_below(&r, 3)) {
-		uint32_t l = 1 + (uint32_t)rxpt_rng_below(&r, 1900);
+	if (plain || rxpt_rng_below(&r, 3)) {
+		/* (plain: little tailroom, as a full-size first fragment) */
+		uint32_t l = plain ? 1800 + (uint32_t)rxpt_rng_below(&r, 101)
+				   : 1 + (uint32_t)rxpt_rng_below(&r, 1900);
 
 		sd->to = rxp_pkt_alloc(sd->pp, l);
 		assert_non_null(sd->to);
@@ -537,7 +539,7 @@ static void clist_make(struct clist_side *sd, uint64_t seed)
 		sd->to = frag(sd->pp, sd->hp, slot++, sd->pg, 0, 100);
 		cursor = 100;
 	}
-	if (rxpt_rng_below(&r, 4) == 0) {
+	if (!plain && rxpt_rng_below(&r, 4) == 0) {
 		struct rxp_pkt *m = rxp_pkt_alloc(sd->pp, 50);
 
 		assert_non_null(m);
@@ -547,7 +549,7 @@ static void clist_make(struct clist_side *sd, uint64_t seed)
 	}
 	n = 1 + (uint32_t)rxpt_rng_below(&r, 30);
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t kind = (uint32_t)rxpt_rng_below(&r, 12), len;
+		uint32_t kind = (uint32_t)rxpt_rng_below(&r, plain ? 7 : 12), len;
 		struct rxp_pkt *p;
 
 		if (kind < 5 || kind == 9 || kind == 11) {
@@ -556,8 +558,8 @@ static void clist_make(struct clist_side *sd, uint64_t seed)
 			uint32_t pre = (uint32_t)rxpt_rng_below(&r, 41);
 
 			len = 1 + (uint32_t)rxpt_rng_below(&r, 600);
-			if (rxpt_rng_below(&r, 3) == 0)
-				cursor += 8 * (uint32_t)rxpt_rng_below(&r, 20);
+			if (plain ? rxpt_rng_below(&r, 8) != 0 : rxpt_rng_below(&r, 3) == 0)
+				cursor += 8 * ((uint32_t)plain + (uint32_t)rxpt_rng_below(&r, 20));
 			if (cursor < pre || cursor + len > CLIST_PG)
 				cursor = 64;
 			rxp_page_get(sd->pg);
@@ -590,6 +592,13 @@ static void clist_make(struct clist_side *sd, uint64_t seed)
 	*link = NULL;
 }
 
+/* Any of those kinds, or (plain) to linear and no frag_list, and only
+ * slices and pool packets: what a reassembler's fragments are. */
+static void clist_make(struct clist_side *sd, uint64_t seed)
+{
+	clist_make_kinds(sd, seed, false);
+}
+
 static uint64_t consumed(struct rxp_pktpool *pp)
 {
 	struct rxp_pktpool_stats st;
@@ -616,6 +625,47 @@ static void clist_teardown(struct clist_side *sd)
 	rxpt_pktpool_teardown(sd->pp2);
 }
 
+/* Two sides that coalesced the same packets the same: the same bytes, the
+ * same frags (page, offset, size), the same frag_list, len, data_len and
+ * truesize, the same page references and the same packets consumed. */
+static void clist_compare(struct clist_side *a_, struct clist_side *b_)
+{
+	struct clist_side a = *a_, b = *b_;
+	struct rxp_pkt *ma, *mb;
+	uint8_t *ba, *bb;
+
+	assert_int_equal(a.to->len, b.to->len);
+	assert_int_equal(a.to->data_len, b.to->data_len);
+	assert_int_equal(a.to->truesize, b.to->truesize);
+	assert_int_equal(rxp_pkt_headlen(a.to), rxp_pkt_headlen(b.to));
+	for (ma = a.to, mb = b.to; ma && mb; ma = ma == a.to ? a.to->frag_list : ma->next,
+	    mb = mb == b.to ? b.to->frag_list : mb->next) {
+		assert_int_equal(ma->len, mb->len);
+		assert_int_equal(ma->nr_frags, mb->nr_frags);
+		for (unsigned i = 0; i < ma->nr_frags; i++) {
+			assert_int_equal(ma->frags[i].page == a.pg, mb->frags[i].page == b.pg);
+			assert_int_equal(ma->frags[i].page == a.hp, mb->frags[i].page == b.hp);
+			assert_int_equal(ma->frags[i].off, mb->frags[i].off);
+			assert_int_equal(ma->frags[i].size, mb->frags[i].size);
+		}
+	}
+	assert_null(ma);
+	assert_null(mb);
+	ba = malloc(a.to->len + 1);
+	bb = malloc(b.to->len + 1);
+	assert_int_equal(rxp_pkt_copy_bits(a.to, 0, ba, a.to->len), 0);
+	assert_int_equal(rxp_pkt_copy_bits(b.to, 0, bb, b.to->len), 0);
+	assert_memory_equal(ba, bb, a.to->len);
+	free(ba);
+	free(bb);
+	assert_int_equal(rxp_page_refcount(a.pg), rxp_page_refcount(b.pg));
+	assert_int_equal(rxp_page_refcount(a.hp), rxp_page_refcount(b.hp));
+	assert_int_equal(consumed(a.pp), consumed(b.pp));
+	assert_int_equal(consumed(a.pp2), consumed(b.pp2));
+	assert_int_equal(rxp_pktpool_pkts_outstanding(a.pp), rxp_pktpool_pkts_outstanding(b.pp));
+	assert_int_equal(rxp_pktpool_pkts_outstanding(a.pp2), rxp_pktpool_pkts_outstanding(b.pp2));
+}
+
 /* rxp_pkt_coalesce_list against try_coalesce_batch one packet at a time, on
  * the same lists from a seed: the same bytes, the same frags (page, offset,
  * size), the same frag_list, len, data_len and truesize, the same page
@@ -627,8 +677,7 @@ static void test_coalesce_list(void **state)
 	for (unsigned trial = 0; trial < 400; trial++) {
 		struct clist_side a = {0}, b = {0};
 		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}}, pb = {{NULL, NULL}, {0, 0}};
-		struct rxp_pkt *p, *pn, *ma, *mb;
-		uint8_t *ba, *bb;
+		struct rxp_pkt *p, *pn;
 
 		clist_make(&a, seed + trial);
 		clist_make(&b, seed + trial);
@@ -640,45 +689,87 @@ static void test_coalesce_list(void **state)
 		}
 		rxp_page_batch_flush(&pa);
 		rxp_page_batch_flush(&pb);
-		assert_int_equal(a.to->len, b.to->len);
-		assert_int_equal(a.to->data_len, b.to->data_len);
-		assert_int_equal(a.to->truesize, b.to->truesize);
-		assert_int_equal(rxp_pkt_headlen(a.to), rxp_pkt_headlen(b.to));
-		for (ma = a.to, mb = b.to; ma && mb; ma = ma == a.to ? a.to->frag_list : ma->next,
-		    mb = mb == b.to ? b.to->frag_list : mb->next) {
-			assert_int_equal(ma->len, mb->len);
-			assert_int_equal(ma->nr_frags, mb->nr_frags);
-			for (unsigned i = 0; i < ma->nr_frags; i++) {
-				assert_int_equal(ma->frags[i].page == a.pg,
-						 mb->frags[i].page == b.pg);
-				assert_int_equal(ma->frags[i].page == a.hp,
-						 mb->frags[i].page == b.hp);
-				assert_int_equal(ma->frags[i].off, mb->frags[i].off);
-				assert_int_equal(ma->frags[i].size, mb->frags[i].size);
-			}
-		}
-		assert_null(ma);
-		assert_null(mb);
-		ba = malloc(a.to->len + 1);
-		bb = malloc(b.to->len + 1);
-		assert_int_equal(rxp_pkt_copy_bits(a.to, 0, ba, a.to->len), 0);
-		assert_int_equal(rxp_pkt_copy_bits(b.to, 0, bb, b.to->len), 0);
-		assert_memory_equal(ba, bb, a.to->len);
-		free(ba);
-		free(bb);
-		assert_int_equal(rxp_page_refcount(a.pg), rxp_page_refcount(b.pg));
-		assert_int_equal(rxp_page_refcount(a.hp), rxp_page_refcount(b.hp));
-		assert_int_equal(consumed(a.pp), consumed(b.pp));
-		assert_int_equal(consumed(a.pp2), consumed(b.pp2));
-		assert_int_equal(rxp_pktpool_pkts_outstanding(a.pp),
-				 rxp_pktpool_pkts_outstanding(b.pp));
-		assert_int_equal(rxp_pktpool_pkts_outstanding(a.pp2),
-				 rxp_pktpool_pkts_outstanding(b.pp2));
+		clist_compare(&a, &b);
 		clist_release(&a);
 		clist_release(&b);
 		clist_teardown(&a);
 		clist_teardown(&b);
 	}
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
+/* rxp_pkt_coalesce_runs against rxp_pkt_coalesce_list, on the same
+ * packets from a seed, the first side's cut into 1-8 runs linked backwards
+ * (to first in run 0): when it takes them, the outcome is the list's;
+ * when it does not, nothing has changed (to, and every run's links), and
+ * the list form then gives the same outcome. Both ways are taken. */
+static void test_coalesce_runs(void **state)
+{
+	uint64_t seed = rxpt_seed("coalesce_runs");
+	unsigned taken = 0, refused = 0;
+
+	for (unsigned trial = 0; trial < 600; trial++) {
+		struct clist_side a = {0}, b = {0};
+		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}}, pb = {{NULL, NULL}, {0, 0}};
+		struct rxp_pkt *el[64], *tails[8], *p;
+		unsigned n = 0, nr, cut[9], len0, dl0, ts0, nf0;
+		struct rxpt_rng r;
+
+		rxpt_rng_seed(&r, seed + trial + 1000);
+		/* every other trial of a reassembler's kinds only, which
+		 * the walk takes unless a slice continues the last or the
+		 * first packet fits in to's tailroom */
+		clist_make_kinds(&a, seed + trial, trial & 1);
+		clist_make_kinds(&b, seed + trial, trial & 1);
+		el[n++] = a.to;
+		for (p = a.list; p; p = p->next)
+			el[n++] = p;
+		/* runs: [cut[i], cut[i + 1]), none empty, to first */
+		nr = 1 + (unsigned)rxpt_rng_below(&r, n < 8 ? n : 8);
+		cut[0] = 0;
+		cut[nr] = n;
+		for (unsigned i = 1; i < nr; i++)
+			cut[i] = cut[i - 1] + 1 +
+				 (unsigned)rxpt_rng_below(&r, n - cut[i - 1] - (nr - i));
+		for (unsigned i = 0; i < nr; i++) {
+			for (unsigned j = cut[i]; j < cut[i + 1]; j++)
+				el[j]->next = j == cut[i] ? NULL : el[j - 1];
+			tails[i] = el[cut[i + 1] - 1];
+		}
+		len0 = a.to->len;
+		dl0 = a.to->data_len;
+		ts0 = a.to->truesize;
+		nf0 = a.to->nr_frags;
+		if (rxp_pkt_coalesce_runs(a.to, tails, nr, n)) {
+			taken++;
+		} else {
+			refused++;
+			assert_int_equal(a.to->len, len0);
+			assert_int_equal(a.to->data_len, dl0);
+			assert_int_equal(a.to->truesize, ts0);
+			assert_int_equal(a.to->nr_frags, nf0);
+			for (unsigned i = 0; i < nr; i++)
+				for (unsigned j = cut[i]; j < cut[i + 1]; j++)
+					assert_ptr_equal(el[j]->next,
+							 j == cut[i] ? NULL : el[j - 1]);
+			/* the general way, as one forward list */
+			for (unsigned j = 1; j < n; j++)
+				el[j]->next = j + 1 < n ? el[j + 1] : NULL;
+			el[0]->next = NULL;
+			rxp_pkt_coalesce_list(a.to, n > 1 ? el[1] : NULL, &pa);
+		}
+		rxp_pkt_coalesce_list(b.to, b.list, &pb);
+		rxp_page_batch_flush(&pa);
+		rxp_page_batch_flush(&pb);
+		clist_compare(&a, &b);
+		clist_release(&a);
+		clist_release(&b);
+		clist_teardown(&a);
+		clist_teardown(&b);
+	}
+	print_message("coalesce_runs: %u taken, %u refused\n", taken, refused);
+	assert_true(taken >= 20);
+	assert_true(refused >= 20);
 	assert_int_equal(rxpt_pages_outstanding(), 0);
 }
 
@@ -740,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_coalesce_fast_refusals),
 		cmocka_unit_test(test_coalesce_list),
 		cmocka_unit_test(test_coalesce_list_batch),
+		cmocka_unit_test(test_coalesce_runs),
 		cmocka_unit_test(test_page_batch),
 		cmocka_unit_test(test_may_pull_headroom),
 	};
