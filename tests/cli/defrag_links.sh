@@ -156,16 +156,24 @@ declare -A LOSSY
 # A capture whose tool dropped frames cannot hold every datagram sent:
 # rxpath is then judged against tshark alone (said), and run --pcap's
 # count of it is not checked.
-run() { # kind, capture, datagrams sent in it, tool's log name
+# A live capture (one with a tool's log) that lacks datagrams which tshark
+# does not find in it either, while rxpath gives exactly what tshark does,
+# lost or cut a frame its tool did not count (dumpcap's NFLOG socket in
+# CI's ASan run once did so silently): "short", judged against tshark.
+run() { # kind, capture, datagrams sent in it, tool's log name (live captures)
 	local k=$1 in=$2 out="$T/out_$1.pcap" sent=$3 n
 	if ! "$RXPATH" defrag "$in" "$out" 2>"$T/err_$k"; then
 		echo "FAIL: $k: rxpath defrag failed"; cat "$T/err_$k"; fail=1; return
 	fi
-	n=$(lost "$T/$4.log")
-	if [ "$n" -gt 0 ]; then
-		echo "note: $k: the capture tool dropped $n frames: judged against tshark alone"
-		LOSSY[$k]=1
-		sent=
+	if [ -n "${4:-}" ]; then
+		n=$(lost "$T/$4.log")
+		if [ "$n" -gt 0 ]; then
+			echo "note: $k: the capture tool dropped $n frames: judged against tshark alone"
+			LOSSY[$k]=1
+			sent=
+		else
+			sent="$sent~"
+		fi
 	fi
 	echo "$k $in $out $sent" >>"$T/checks"
 }
@@ -194,7 +202,11 @@ for k in $kinds; do
 	case $k in ipv4 | ipv6) n=5 ;; *) n=10 ;; esac
 	run "$k" "$T/w/$k.pcap" $n
 done
-$PY "$LINKS" check-list "$T/checks" 2>&1 | grep -v '^Running as user' || fail=1
+$PY "$LINKS" check-list "$T/checks" >"$T/checked" 2>&1 || fail=1
+grep -v '^Running as user' "$T/checked"
+for k in $(sed -n 's/^short: \([^:]*\):.*/\1/p' "$T/checked"); do
+	LOSSY[$k]=1
+done
 # every kind the tool knows must be made: a tool that failed before it
 # printed any would otherwise leave this loop empty and the test green
 ckinds=$($PY "$LINKS" collide "$T/eth.pcap" "$T/w") || { echo "FAIL: collide"; fail=1; }
@@ -217,7 +229,7 @@ done
 runpcap() { # kind, capture, datagrams sent in it
 	local k=$1 in=$2 recs res
 	if [ -n "${LOSSY[$k]:-}" ]; then
-		echo "SKIP-PART: run --pcap $k: the capture tool dropped frames"; return
+		echo "SKIP-PART: run --pcap $k: the capture lost frames"; return
 	fi
 	recs=$(capinfos -c -M "$in" 2>/dev/null | awk '/Number of packets/ {print $NF}')
 	if ! "$RXPATH" run -q -w 1 --pcap "$in" --json >"$T/run_$k.json" 2>"$T/rerr_$k"; then
