@@ -295,7 +295,8 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
  * linear, has no frag, frag_list or clone and room for them all, they
  * become its frags, their metadata goes back to the pool, and true is
  * returned: the outcome rxp_pkt_coalesce_list would give with the runs as
- * one forward list. Otherwise false, with nothing changed. */
+ * one forward list. Otherwise false: no packet, link or count has changed
+ * (to's frag slots past nr_frags may have been written). */
 bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, unsigned nruns,
 			   unsigned n);
 

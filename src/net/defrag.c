@@ -391,8 +391,8 @@ static inline uint32_t be16_at(const uint8_t *p)
 
 /* What the fast path read of a fragment it took (its header pulled off,
  * hdrlen bytes before pkt->data, as checked there), read again for a cold
- * path: passing the fast path's own copy would keep it in memory on the
- * hot path (the stack stores cost 10-20 instructions per fragment). */
+ * path, so that the hot path need not keep its copy for them (2-4 fewer
+ * instructions per fragment on the handover rows). */
 static struct fast_frag fast_reread(const struct rxp_pkt *pkt, bool v4)
 {
 	struct fast_frag f;
