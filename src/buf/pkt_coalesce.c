@@ -196,6 +196,15 @@ general:
 	return coalesce_general(to, from);
 }
 
+/* Whether the lists' fast loops may make p's data a frag as it is: linear
+ * and of pool, whose metadata they put back in one batch. (They also
+ * refuse the next slice of the frag before it, and a packet that fits in
+ * the tailroom, each in its own walking order.) */
+static inline bool frag_as_is(const struct rxp_pkt *p, const struct rxp_pktpool *pool)
+{
+	return !(p->data_len | p->nr_frags) && p->pool == pool;
+}
+
 /* The packets are walked from the last run's tail backwards, each frag
  * placed at its position from the end, so no forward list is built and
  * each packet is read once (a reassembled datagram's completion walked
@@ -228,7 +237,7 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 			}
 			off = rxp_pkt_data_page_off(p);
 			plen = p->len;
-			if (!pos || (p->data_len | p->nr_frags) || p->pool != pool || !plen ||
+			if (!pos || !frag_as_is(p, pool) || !plen ||
 			    (npg == pg && off + plen == noff))
 				return false;
 			pos--;
@@ -288,8 +297,7 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
 
 			/* (an empty packet is plen <= room: linear, its len is
 			 * tail - data) */
-			if ((p->data_len | p->nr_frags) || p->pool != pool || plen <= room ||
-			    (lpg == pg && lend == off))
+			if (!frag_as_is(p, pool) || plen <= room || (lpg == pg && lend == off))
 				break;
 			pn = p->next;
 			p->next = NULL;
