@@ -205,6 +205,23 @@ static inline bool frag_as_is(const struct rxp_pkt *p, const struct rxp_pktpool 
 	return !(p->data_len | p->nr_frags) && p->pool == pool;
 }
 
+/* What both fast loops end with: to now holds nf frags, len bytes and ts
+ * of truesize more, and the ns shells whose data became frags go back to
+ * pool in one batch. */
+static inline __attribute__((always_inline)) void
+frags_taken(struct rxp_pkt *to, struct rxp_pktpool *pool, void *const *shells, unsigned ns,
+	    unsigned nf, uint32_t len, uint32_t ts)
+{
+	unsigned tid = rxp_thread_id();
+
+	to->nr_frags = (uint8_t)nf;
+	to->len += len;
+	to->data_len += len;
+	to->truesize += ts;
+	pktpool_stat_add(tid, &pool->stats[tid].consumed, ns);
+	rxp_pool_put_bulk(pool->meta, shells, ns);
+}
+
 /* The packets are walked from the last run's tail backwards, each frag
  * placed at its position from the end, so no forward list is built and
  * each packet is read once (a reassembled datagram's completion walked
@@ -217,7 +234,7 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 	const struct rxp_page *npg = NULL; /* the page and offset of the packet */
 	uint32_t noff = 0; /* after this one (none yet) */
 	uint32_t len = 0, ts = 0;
-	unsigned pos = n - 1, tid;
+	unsigned pos = n - 1;
 	bool at_to = false;
 
 	if (n < 2 || n - 1 > RXP_MAX_FRAGS || (to->data_len | to->nr_frags) || to->frag_list ||
@@ -253,15 +270,9 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 	 * fits, which is rxp_pkt_coalesce_list's other path) */
 	if (!at_to || to->frags[0].size <= (uint32_t)(to->end - to->tail))
 		return false;
-	to->nr_frags = (uint8_t)(n - 1);
-	to->len += len;
-	to->data_len += len;
-	to->truesize += ts;
-	/* the shells' next is stale: a packet's first line is cleared when
-	 * it is allocated */
-	tid = rxp_thread_id();
-	pktpool_stat_add(tid, &pool->stats[tid].consumed, n - 1);
-	rxp_pool_put_bulk(pool->meta, shells, n - 1);
+	/* (the shells' next is stale: a packet's first line is cleared
+	 * when it is allocated) */
+	frags_taken(to, pool, shells, n - 1, n - 1, len, ts);
 	return true;
 }
 
@@ -309,16 +320,8 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
 			lpg = pg;
 			lend = off + plen;
 		}
-		if (ns) {
-			unsigned tid = rxp_thread_id();
-
-			to->nr_frags = (uint8_t)nf;
-			to->len += len;
-			to->data_len += len;
-			to->truesize += ts;
-			pktpool_stat_add(tid, &pool->stats[tid].consumed, ns);
-			rxp_pool_put_bulk(pool->meta, shells, ns);
-		}
+		if (ns)
+			frags_taken(to, pool, shells, ns, nf, len, ts);
 	}
 	for (; p; p = pn) {
 		pn = p->next;
