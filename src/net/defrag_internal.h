@@ -51,7 +51,9 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
  *   - one run, not recorded: it starts at q->first_off, its head is
  *     q->pf[0] (a datagram that arrives in order never leaves this form);
  *   - up to DFR_SMALL_RUNS: arrays in the queue (q->soff, q->send,
- *     q->stail), sorted by offset, searched by a scan of one cache line;
+ *     q->stail) in arrival order but for the last run, always the last
+ *     entry; tested all at once (two vector compares of one cache line)
+ *     and sorted at completion;
  *   - more: a red-black tree of struct dfr_run nodes keyed by off, nodes
  *     from the table (dfr_run_get), one cache line each. */
 struct dfr_run {
@@ -161,8 +163,8 @@ struct dfr_queue {
 	uint8_t nexthdr;
 	uint8_t fifo; /* its timer FIFO in t->fifo (family and class) */
 	uint32_t slot; /* its slot in t->slots, or DFR_DISPLACED */
-	/* Lines 4-5: runs storage, small form: runs [soff, send) sorted by
-	 * offset, and their tails (the last run's end and tail are tail_end
+	/* Lines 4-5: runs storage, small form: runs [soff, send) in arrival
+	 * order, the last run last, and their tails (the last run's end and tail are tail_end
 	 * and tail, copied here when read). Not cleared: nsmall says what is
 	 * valid. */
 	_Alignas(64) uint32_t soff[DFR_SMALL_RUNS];

@@ -28,6 +28,10 @@
 
 #include "rxpath/compiler.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "net/defrag_internal.h"
 
 static int run_cmp(struct dfr_run *a, struct dfr_run *b)
@@ -121,91 +125,137 @@ static __attribute__((noinline, cold)) int small_to_tree(struct rxp_defrag_table
 	return DFR_OK;
 }
 
+/* The small arrays are tested eight runs at a time, as two vectors of four
+ * (SSE2 on x86-64), without a branch on any run. Offsets are below 2^17,
+ * so signed compares are right, and an entry past the last run starts at
+ * INT32_MAX (small_start): it never touches a fragment nor starts below a
+ * run. */
+typedef int32_t dfr_v4 __attribute__((vector_size(16)));
+
+static inline dfr_v4 v4_load(const uint32_t *p)
+{
+	dfr_v4 v;
+
+	__builtin_memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Whether any lane of v (each 0 or -1) is true. */
+static inline bool v4_any(dfr_v4 v)
+{
+#ifdef __SSE2__
+	return _mm_movemask_ps(_mm_castsi128_ps((__m128i)v)) != 0;
+#else
+	return (v[0] | v[1] | v[2] | v[3]) != 0;
+#endif
+}
+
+/* How many lanes of v are true (-1). */
+static inline unsigned v4_count(dfr_v4 v)
+{
+#ifdef __SSE2__
+	static const uint8_t pop4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+
+	return pop4[_mm_movemask_ps(_mm_castsi128_ps((__m128i)v))];
+#else
+	return (unsigned)-(v[0] + v[1] + v[2] + v[3]);
+#endif
+}
+
 /* The first run, recorded: the small form with one run. */
 static void small_start(struct dfr_queue *q)
 {
+	static const dfr_v4 none = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
+
+	__builtin_memcpy(&q->soff[0], &none, sizeof(none));
+	__builtin_memcpy(&q->soff[4], &none, sizeof(none));
 	q->soff[0] = q->first_off;
 	q->nsmall = 1;
 }
 
 /* Small form: place pkt, [off, end) with off < q->tail_end, among the runs.
- * -1 when the small form has no room (the caller goes to the tree). */
+ * The runs are in arrival order, but for the last run, which is always the
+ * last entry: a run made in a gap takes the last run's place and the last
+ * run moves up one. So placing a run does not depend on where it falls, and
+ * the order is made once, at completion (small_order). -1 when the small form
+ * has no room (the caller goes to the tree). */
 static inline __attribute__((always_inline)) int
 small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
-	unsigned n = q->nsmall, i;
+	unsigned n = q->nsmall;
+	const int32_t so = (int32_t)off, se = (int32_t)end;
+	dfr_v4 o0, o1, e0, e1, in0, in1;
 
+	_Static_assert(DFR_SMALL_RUNS == 8, "small_insert tests eight runs");
 	q->send[n - 1] = q->tail_end;
 	q->stail[n - 1] = q->tail;
-	for (i = 0; i < n; i++) {
-		if (end <= q->soff[i])
-			break;
-		if (off >= q->send[i])
-			continue;
-		return off >= q->soff[i] && end <= q->send[i] ? DFR_DUP : DFR_OVERLAP;
+	o0 = v4_load(&q->soff[0]);
+	o1 = v4_load(&q->soff[4]);
+	e0 = v4_load(&q->send[0]);
+	e1 = v4_load(&q->send[4]);
+	/* Runs that share a byte with [off, end). */
+	in0 = (se > o0) & (so < e0);
+	in1 = (se > o1) & (so < e1);
+	if (rxp_unlikely(v4_any(in0 | in1))) {
+		/* Runs are disjoint: pkt is a duplicate when one holds it
+		 * whole, and an overlap otherwise. */
+		in0 &= (so >= o0) & (se <= e0);
+		in1 &= (so >= o1) & (se <= e1);
+		return v4_any(in0 | in1) ? DFR_DUP : DFR_OVERLAP;
 	}
 	if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
 		/* pkt fills the last gap: the datagram completes now, so no
 		 * fragment will test the run boundary this would make, and
-		 * pkt can join the run before it (i > 0: run i - 1 ends at or
-		 * before off, and is not the last run, as off < tail_end) or,
-		 * at offset 0, the run after it. So completing never needs a
-		 * run more, nor the tree and its nodes. */
-		if (i && q->send[i - 1] == off) {
-			pkt->next = q->stail[i - 1];
-			q->stail[i - 1] = pkt;
-			q->send[i - 1] = end;
-			return DFR_OK;
+		 * pkt can join the run that ends at off (not the last run, as
+		 * off < tail_end) or, at offset 0, the run that starts at end.
+		 * So completing never needs a run more, nor the tree and its
+		 * nodes. */
+		for (unsigned i = 0; i < n; i++) {
+			if (q->send[i] == off) {
+				pkt->next = q->stail[i];
+				q->stail[i] = pkt;
+				q->send[i] = end;
+				return DFR_OK;
+			}
 		}
-		if (!i && off == 0 && q->soff[0] == end) {
-			run_head(q->stail[0])->next = pkt;
-			pkt->next = NULL;
-			q->soff[0] = 0;
-			return DFR_OK;
+		for (unsigned i = 0; off == 0 && i < n; i++) {
+			if (q->soff[i] == end) {
+				run_head(q->stail[i])->next = pkt;
+				pkt->next = NULL;
+				q->soff[i] = 0;
+				return DFR_OK;
+			}
 		}
 	}
 	if (n == DFR_SMALL_RUNS)
 		return -1;
-#define MV(j)                                  \
-	do {                                   \
-		q->soff[j] = q->soff[(j)-1];   \
-		q->send[j] = q->send[(j)-1];   \
-		q->stail[j] = q->stail[(j)-1]; \
-	} while (0)
-	/* Runs i.. move up one, the highest first: unrolled, as GCC makes
-	 * memmove calls of a loop, each costing more than the whole move. */
-	switch (n - i) {
-	case 7:
-		MV(i + 7);
-		/* fallthrough */
-	case 6:
-		MV(i + 6);
-		/* fallthrough */
-	case 5:
-		MV(i + 5);
-		/* fallthrough */
-	case 4:
-		MV(i + 4);
-		/* fallthrough */
-	case 3:
-		MV(i + 3);
-		/* fallthrough */
-	case 2:
-		MV(i + 2);
-		/* fallthrough */
-	case 1:
-		MV(i + 1);
-		break;
-	default:
-		break;
-	}
-#undef MV
-	q->soff[i] = off;
-	q->send[i] = end;
-	q->stail[i] = pkt;
+	/* The last run's end and tail live in the queue: only its start
+	 * moves. */
+	q->soff[n] = q->soff[n - 1];
+	q->soff[n - 1] = off;
+	q->send[n - 1] = end;
+	q->stail[n - 1] = pkt;
 	pkt->next = NULL;
 	q->nsmall = (uint8_t)(n + 1);
 	return DFR_OK;
+}
+
+/* The tails of the small form's runs in offset order, into out (at least
+ * nsmall entries); the queue is not changed but for the last run's tail,
+ * written back. Each run's place is the number of runs that start below
+ * it, counted in two vector compares: no branch on the order, which is the
+ * arrival order. Starts are distinct (runs are disjoint and not empty). */
+static void small_order(struct dfr_queue *q, struct rxp_pkt **out)
+{
+	const unsigned n = q->nsmall;
+	const dfr_v4 o0 = v4_load(&q->soff[0]), o1 = v4_load(&q->soff[4]);
+
+	q->stail[n - 1] = q->tail;
+	for (unsigned i = 0; i < n; i++) {
+		const int32_t b = (int32_t)q->soff[i];
+
+		out[v4_count(o0 < b) + v4_count(o1 < b)] = q->stail[i];
+	}
 }
 
 /* Tree form: place pkt, [off, end) with off < q->tail_end. */
@@ -386,11 +436,12 @@ static struct rxp_pkt *runs_take_all(struct rxp_defrag_table *t, struct dfr_queu
 	if (!q->tail) {
 		/* empty */
 	} else if (q->nsmall) {
+		struct rxp_pkt *tails[DFR_SMALL_RUNS];
 		unsigned k = q->nsmall - 1u;
 
-		q->stail[k] = q->tail;
+		small_order(q, tails);
 		for (unsigned i = 0; i <= k; i++) {
-			*link = list_from_tail(q->stail[i], &last);
+			*link = list_from_tail(tails[i], &last);
 			link = &last->next;
 		}
 	} else if (!q->last_run) {
@@ -483,12 +534,13 @@ static struct rxp_pkt *runs_build(struct rxp_defrag_table *t, struct dfr_queue *
 	 * one run): coalesced in one walk of the runs. Anything that walk
 	 * does not take (it changes nothing then) goes the general way. */
 	if (!t->cfg.forward && head && q->tail && !q->last_run) {
+		struct rxp_pkt *sorted[DFR_SMALL_RUNS];
 		struct rxp_pkt *const *tails = &q->tail;
 		unsigned nr = 1;
 
 		if (q->nsmall) {
-			q->stail[q->nsmall - 1] = q->tail;
-			tails = q->stail;
+			small_order(q, sorted);
+			tails = sorted;
 			nr = q->nsmall;
 		}
 		if (rxp_pkt_coalesce_runs(head, tails, nr, q->nfrags)) {
