@@ -240,22 +240,27 @@ small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t en
 	return DFR_OK;
 }
 
-/* The tails of the small form's runs in offset order, into out (at least
- * nsmall entries); the queue is not changed but for the last run's tail,
- * written back. Each run's place is the number of runs that start below
- * it, counted in two vector compares: no branch on the order, which is the
- * arrival order. Starts are distinct (runs are disjoint and not empty). */
-static void small_order(struct dfr_queue *q, struct rxp_pkt **out)
+/* The tails of the small form's runs in offset order: q->stail itself
+ * when it is in that order, else out (DFR_SMALL_RUNS entries), filled;
+ * the queue is not changed but for the last run's tail, written back.
+ * With two runs the order is already right (the last run is last). Else
+ * each run's place is the number of runs that start below it, counted in
+ * two vector compares: no branch on the order, which is the arrival
+ * order. Starts are distinct (runs are disjoint and not empty). */
+static struct rxp_pkt *const *small_order(struct dfr_queue *q, struct rxp_pkt **out)
 {
 	const unsigned n = q->nsmall;
 	const dfr_v4 o0 = v4_load(&q->soff[0]), o1 = v4_load(&q->soff[4]);
 
 	q->stail[n - 1] = q->tail;
+	if (n <= 2)
+		return q->stail;
 	for (unsigned i = 0; i < n; i++) {
 		const int32_t b = (int32_t)q->soff[i];
 
 		out[v4_count(o0 < b) + v4_count(o1 < b)] = q->stail[i];
 	}
+	return out;
 }
 
 /* Tree form: place pkt, [off, end) with off < q->tail_end. */
@@ -436,10 +441,9 @@ static struct rxp_pkt *runs_take_all(struct rxp_defrag_table *t, struct dfr_queu
 	if (!q->tail) {
 		/* empty */
 	} else if (q->nsmall) {
-		struct rxp_pkt *tails[DFR_SMALL_RUNS];
+		struct rxp_pkt *out[DFR_SMALL_RUNS], *const *tails = small_order(q, out);
 		unsigned k = q->nsmall - 1u;
 
-		small_order(q, tails);
 		for (unsigned i = 0; i <= k; i++) {
 			*link = list_from_tail(tails[i], &last);
 			link = &last->next;
@@ -539,8 +543,7 @@ static struct rxp_pkt *runs_build(struct rxp_defrag_table *t, struct dfr_queue *
 		unsigned nr = 1;
 
 		if (q->nsmall) {
-			small_order(q, sorted);
-			tails = sorted;
+			tails = small_order(q, sorted);
 			nr = q->nsmall;
 		}
 		if (rxp_pkt_coalesce_runs(head, tails, nr, q->nfrags)) {
