@@ -13,9 +13,9 @@
  * its datagram joins the run before it (or, at offset 0, the one after it),
  * since no fragment comes after it to meet the boundary.
  *
- * Runs are queue memory (up to DFR_SMALL_RUNS, in arrays searched by a
- * scan) or, past that, table memory (struct dfr_run nodes in a tree,
- * searched in O(log runs)): see defrag_internal.h. A run's fragments are
+ * Runs are queue memory (up to DFR_SMALL_RUNS, in arrays tested all at
+ * once by vector compares) or, past that, table memory (struct dfr_run
+ * nodes in a tree, searched in O(log runs)): see defrag_internal.h. A run's fragments are
  * linked backwards through pkt->next, from its tail to its head;
  * list_from_tail() turns a run into a forward list.
  *
@@ -140,26 +140,22 @@ static inline dfr_v4 v4_load(const uint32_t *p)
 	return v;
 }
 
-/* Whether any lane of v (each 0 or -1) is true. */
-static inline bool v4_any(dfr_v4 v)
+/* The lanes of v (each 0 or -1) that are true, as bits 0-3. */
+static inline unsigned v4_mask(dfr_v4 v)
 {
 #ifdef __SSE2__
-	return _mm_movemask_ps(_mm_castsi128_ps((__m128i)v)) != 0;
+	return (unsigned)_mm_movemask_ps(_mm_castsi128_ps((__m128i)v));
 #else
-	return (v[0] | v[1] | v[2] | v[3]) != 0;
+	return (v[0] & 1u) | (v[1] & 2u) | (v[2] & 4u) | (v[3] & 8u);
 #endif
 }
 
-/* How many lanes of v are true (-1). */
+/* How many lanes of v are true. */
 static inline unsigned v4_count(dfr_v4 v)
 {
-#ifdef __SSE2__
 	static const uint8_t pop4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
 
-	return pop4[_mm_movemask_ps(_mm_castsi128_ps((__m128i)v))];
-#else
-	return (unsigned)-(v[0] + v[1] + v[2] + v[3]);
-#endif
+	return pop4[v4_mask(v)];
 }
 
 /* The first run, recorded: the small form with one run. */
@@ -196,12 +192,12 @@ small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t en
 	/* Runs that share a byte with [off, end). */
 	in0 = (se > o0) & (so < e0);
 	in1 = (se > o1) & (so < e1);
-	if (rxp_unlikely(v4_any(in0 | in1))) {
+	if (rxp_unlikely(v4_mask(in0 | in1))) {
 		/* Runs are disjoint: pkt is a duplicate when one holds it
 		 * whole, and an overlap otherwise. */
 		in0 &= (so >= o0) & (se <= e0);
 		in1 &= (so >= o1) & (se <= e1);
-		return v4_any(in0 | in1) ? DFR_DUP : DFR_OVERLAP;
+		return v4_mask(in0 | in1) ? DFR_DUP : DFR_OVERLAP;
 	}
 	if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
 		/* pkt fills the last gap: the datagram completes now, so no
@@ -250,11 +246,13 @@ small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t en
 static struct rxp_pkt *const *small_order(struct dfr_queue *q, struct rxp_pkt **out)
 {
 	const unsigned n = q->nsmall;
-	const dfr_v4 o0 = v4_load(&q->soff[0]), o1 = v4_load(&q->soff[4]);
+	dfr_v4 o0, o1;
 
 	q->stail[n - 1] = q->tail;
 	if (n <= 2)
 		return q->stail;
+	o0 = v4_load(&q->soff[0]);
+	o1 = v4_load(&q->soff[4]);
 	for (unsigned i = 0; i < n; i++) {
 		const int32_t b = (int32_t)q->soff[i];
 
