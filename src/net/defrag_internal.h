@@ -52,8 +52,8 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
  *     q->pf[0] (a datagram that arrives in order never leaves this form);
  *   - up to DFR_SMALL_RUNS: arrays in the queue (q->soff, q->send,
  *     q->stail) in arrival order but for the last run, always the last
- *     entry; tested all at once (two vector compares of one cache line)
- *     and sorted at completion;
+ *     entry; tested all at once (two vector compares of one cache line),
+ *     put in offset order only at completion (into a copy);
  *   - more: a red-black tree of struct dfr_run nodes keyed by off, nodes
  *     from the table (dfr_run_get), one cache line each. */
 struct dfr_run {
@@ -164,9 +164,10 @@ struct dfr_queue {
 	uint8_t fifo; /* its timer FIFO in t->fifo (family and class) */
 	uint32_t slot; /* its slot in t->slots, or DFR_DISPLACED */
 	/* Lines 4-5: runs storage, small form: runs [soff, send) in arrival
-	 * order, the last run last, and their tails (the last run's end and tail are tail_end
-	 * and tail, copied here when read). Not cleared: nsmall says what is
-	 * valid. */
+	 * order, the last run last, and their tails (the last run's end and
+	 * tail are tail_end and tail, copied here when read). Not cleared
+	 * with the queue: nsmall says what is valid, and the small form's
+	 * start sets soff past nsmall to INT32_MAX for the vector tests. */
 	_Alignas(64) uint32_t soff[DFR_SMALL_RUNS];
 	uint32_t send[DFR_SMALL_RUNS];
 	struct rxp_pkt *stail[DFR_SMALL_RUNS];

@@ -15,9 +15,9 @@
  *
  * Runs are queue memory (up to DFR_SMALL_RUNS, in arrays tested all at
  * once by vector compares) or, past that, table memory (struct dfr_run
- * nodes in a tree, searched in O(log runs)): see defrag_internal.h. A run's fragments are
- * linked backwards through pkt->next, from its tail to its head;
- * list_from_tail() turns a run into a forward list.
+ * nodes in a tree, searched in O(log runs)): see defrag_internal.h. A
+ * run's fragments are linked backwards through pkt->next, from its tail
+ * to its head; list_from_tail() turns a run into a forward list.
  *
  * The queue owns every fragment in it; these functions move ownership only
  * as their comments say.
