@@ -54,10 +54,10 @@ STAGES = {
               r'queue_new|queue_get|queue_make.*|queue_init|queue_clear_line|arm|dfr_find.*|'
               r'src_.*|max_dist_check|slot_.*|hash.*|dfr_queue_new|queue_take|dfr_fifo_of|'
               r'dfr_slot_of|dfr_slot6_mix)$',
-    'insert': r'^(frag_in|accepted|account|end_ok|ends_ok|copy_out|dfr_runs_insert|small_insert|'
+    'insert': r'^(frag_in|accepted|account|end_ok|ends_ok|copy_out|dfr_runs_insert|small_place|small_full|'
               r'small_start|append_run|tree_insert|run_.*|small_to_tree|dfr_pressure|room|'
               r'rxp_pkt_truesize|dfr_charge.*|dfr_completes|dfr_completes_at|dfr_gap_note|'
-              r'dfr_fits|ecn_combine|fast_take|fast_ok|dfr_tombs_live|dfr_has_free|v4_load|v4_mask)$',
+              r'dfr_fits|ecn_combine|fast_take|fast_ok|dfr_tombs_live|dfr_has_free|v4_load|v4_mask|v4_with)$',
     'complete': r'^(dfr_finish|runs_build|runs_take_all|small_order|v4_count|list_from_tail|run_head|'
                 r'queue_unlink|queue_release|rxp_pkt_coalesce.*|coalesce.*|'
                 r'rxp_pkt_add_.*|dfr_ipv6_strip|strip|fix_header.*|finish.*|dfr_ipv[46]_finish|dfr_prefetch_frags)$',

@@ -9,8 +9,9 @@
  * of its own. Runs never overlap. As in Linux, only the last run grows,
  * and runs are never joined: whether a fragment is a duplicate or an
  * overlap depends on the run boundaries, and strict mode must judge as
- * Linux does. The one exception cannot be seen: a fragment that completes
- * its datagram joins the run before it (or, at offset 0, the one after it),
+ * Linux does. The one exception cannot be seen: where a run more would
+ * cost a tree node (or the small form), a fragment that completes its
+ * datagram joins the run before it (or, at offset 0, the one after it),
  * since no fragment comes after it to meet the boundary.
  *
  * Runs are queue memory (up to DFR_SMALL_RUNS, in arrays tested all at
@@ -158,31 +159,41 @@ static inline unsigned v4_count(dfr_v4 v)
 	return pop4[v4_mask(v)];
 }
 
-/* The first run, recorded: the small form with one run. */
+/* v with lane l (counting from base, the index of v's lane 0) set to x:
+ * an entry the vector tests must see as it is now, without storing it
+ * first (a store of four bytes is not forwarded to a load of sixteen that
+ * holds it: the load waits until the store is written to the cache). */
+static inline dfr_v4 v4_with(dfr_v4 v, int32_t base, unsigned l, int32_t x)
+{
+	const dfr_v4 lane = {0, 1, 2, 3};
+	const dfr_v4 m = lane + base == (int32_t)l;
+
+	return (v & ~m) | (x & m);
+}
+
+/* The first run, recorded: the small form with one run. Each half is
+ * written whole, so that small_place's loads of them are forwarded. */
 static void small_start(struct dfr_queue *q)
 {
-	static const dfr_v4 none = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
+	const dfr_v4 none = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
+	const dfr_v4 first = {(int32_t)q->first_off, INT32_MAX, INT32_MAX, INT32_MAX};
 
-	__builtin_memcpy(&q->soff[0], &none, sizeof(none));
+	__builtin_memcpy(&q->soff[0], &first, sizeof(first));
 	__builtin_memcpy(&q->soff[4], &none, sizeof(none));
-	q->soff[0] = q->first_off;
 	q->nsmall = 1;
 }
 
-/* Small form: place pkt, [off, end) with off < q->tail_end, among the runs.
- * The runs are in arrival order, but for the last run, which is always the
- * last entry: a run made in a gap takes the last run's place and the last
- * run moves up one. So placing a run does not depend on where it falls, and
- * the order is made once, at completion (small_order). -1 when the small form
- * has no room (the caller goes to the tree). */
-static inline __attribute__((always_inline)) int
-small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+/* Small form with no room for another run (DFR_SMALL_RUNS runs): pkt,
+ * [off, end) with off < q->tail_end, is a duplicate, an overlap, or, when
+ * it fills the datagram's last gap, joins a neighbour run; -1 otherwise
+ * (the caller goes to the tree). */
+static int small_full(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
-	unsigned n = q->nsmall;
+	const unsigned n = DFR_SMALL_RUNS;
 	const int32_t so = (int32_t)off, se = (int32_t)end;
 	dfr_v4 o0, o1, e0, e1, in0, in1;
 
-	_Static_assert(DFR_SMALL_RUNS == 8, "small_insert tests eight runs");
+	_Static_assert(DFR_SMALL_RUNS == 8, "small_full tests eight runs");
 	q->send[n - 1] = q->tail_end;
 	q->stail[n - 1] = q->tail;
 	o0 = v4_load(&q->soff[0]);
@@ -192,7 +203,7 @@ small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t en
 	/* Runs that share a byte with [off, end). */
 	in0 = (se > o0) & (so < e0);
 	in1 = (se > o1) & (so < e1);
-	if (rxp_unlikely(v4_mask(in0 | in1))) {
+	if (v4_mask(in0 | in1)) {
 		/* Runs are disjoint: pkt is a duplicate when one holds it
 		 * whole, and an overlap otherwise. */
 		in0 &= (so >= o0) & (se <= e0);
@@ -204,8 +215,7 @@ small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t en
 		 * fragment will test the run boundary this would make, and
 		 * pkt can join the run that ends at off (not the last run, as
 		 * off < tail_end) or, at offset 0, the run that starts at end.
-		 * So completing never needs a run more, nor the tree and its
-		 * nodes. */
+		 * So completing never needs the tree and its nodes. */
 		for (unsigned i = 0; i < n; i++) {
 			if (q->send[i] == off) {
 				pkt->next = q->stail[i];
@@ -223,16 +233,55 @@ small_insert(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t en
 			}
 		}
 	}
-	if (n == DFR_SMALL_RUNS)
-		return -1;
-	/* The last run's end and tail live in the queue: only its start
-	 * moves. */
-	q->soff[n] = q->soff[n - 1];
-	q->soff[n - 1] = off;
-	q->send[n - 1] = end;
-	q->stail[n - 1] = pkt;
-	pkt->next = NULL;
-	q->nsmall = (uint8_t)(n + 1);
+	return -1;
+}
+
+/* Small form with room for a run more (nsmall below DFR_SMALL_RUNS):
+ * place pkt, [off, end), whichever of three it is: the last run's next
+ * fragment (off == tail_end), a new last run after a gap (off > tail_end),
+ * or a new run in a gap before the last run (off < tail_end), which takes
+ * the last run's entry while the last run moves up one. The three are
+ * chosen by selects, not branches: in a shuffled arrival order which one
+ * a fragment is, is a coin toss. The duplicate and overlap test is made
+ * for all three; it finds nothing for the first two (every run ends at or
+ * before tail_end). A fragment that completes the datagram in a gap makes
+ * a run of its own here, where small_full joins it to a neighbour: with
+ * room for the run that changes nothing, as no fragment comes after it. */
+static inline __attribute__((always_inline)) int
+small_place(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+{
+	const unsigned n = q->nsmall, l = n - 1;
+	const uint32_t te = q->tail_end, lo = q->soff[l];
+	struct rxp_pkt *const tl = q->tail;
+	const int32_t so = (int32_t)off, se = (int32_t)end;
+	const bool app = off == te, gap = off < te;
+	dfr_v4 o0, o1, e0, e1, in0, in1;
+
+	_Static_assert(DFR_SMALL_RUNS == 8, "small_place tests eight runs");
+	o0 = v4_load(&q->soff[0]);
+	o1 = v4_load(&q->soff[4]);
+	/* the last run's end is tail_end, not yet in send[] */
+	e0 = v4_with(v4_load(&q->send[0]), 0, l, (int32_t)te);
+	e1 = v4_with(v4_load(&q->send[4]), 4, l, (int32_t)te);
+	in0 = (se > o0) & (so < e0);
+	in1 = (se > o1) & (so < e1);
+	if (rxp_unlikely(v4_mask(in0 | in1))) {
+		in0 &= (so >= o0) & (se <= e0);
+		in1 &= (so >= o1) & (se <= e1);
+		return v4_mask(in0 | in1) ? DFR_DUP : DFR_OVERLAP;
+	}
+	/* Entry l: the new run (gap), else the last run, closed (after) or
+	 * not (its end and tail are read from the queue, not from here). */
+	q->soff[l] = gap ? off : lo;
+	q->send[l] = gap ? end : te;
+	q->stail[l] = gap ? pkt : tl;
+	/* Entry n: the last run (gap), the new last run (after), or unused
+	 * still (appended). */
+	q->soff[n] = app ? (uint32_t)INT32_MAX : gap ? lo : off;
+	q->tail = gap ? tl : pkt;
+	q->tail_end = gap ? te : end;
+	pkt->next = app ? tl : NULL;
+	q->nsmall = (uint8_t)(n + !app);
 	return DFR_OK;
 }
 
@@ -316,33 +365,25 @@ static int tree_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct r
 }
 
 /* pkt comes after a gap past the end of q's last run: a new last run (the
- * old one is closed). Runs in the small arrays or the tree. */
+ * old one is closed). Tree form (a small form with room takes this in
+ * small_place; a full one is made a tree first). */
 static int append_run(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 		      uint32_t off, uint32_t end)
 {
+	struct dfr_run *nw;
 	int r;
 
-	if (q->nsmall == DFR_SMALL_RUNS && (r = small_to_tree(t, q)) != DFR_OK)
+	if (q->nsmall && (r = small_to_tree(t, q)) != DFR_OK)
 		return r;
-	if (q->nsmall) {
-		unsigned n = q->nsmall;
-
-		q->send[n - 1] = q->tail_end;
-		q->stail[n - 1] = q->tail;
-		q->soff[n] = off;
-		q->nsmall = (uint8_t)(n + 1);
-	} else {
-		struct dfr_run *nw = run_get(t);
-
-		if (!nw)
-			return DFR_NOMEM;
-		q->last_run->end = q->tail_end;
-		q->last_run->tail = q->tail;
-		nw->off = off;
-		nw->head = pkt;
-		RB_INSERT(dfr_tree, &q->runs, nw);
-		q->last_run = nw;
-	}
+	nw = run_get(t);
+	if (!nw)
+		return DFR_NOMEM;
+	q->last_run->end = q->tail_end;
+	q->last_run->tail = q->tail;
+	nw->off = off;
+	nw->head = pkt;
+	RB_INSERT(dfr_tree, &q->runs, nw);
+	q->last_run = nw;
 	pkt->next = NULL;
 	q->tail = pkt;
 	q->tail_end = end;
@@ -350,13 +391,17 @@ static int append_run(struct rxp_defrag_table *t, struct dfr_queue *q, struct rx
 }
 
 /* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
- * An in-order append writes only pkt->next (the first cache line of pkt's
- * metadata) and the queue. */
+ * While the queue holds one run, an in-order append writes only pkt->next
+ * (the first cache line of pkt's metadata) and the queue's line 1; once it
+ * holds more, every fragment goes to small_place (lines 4-5 too) until
+ * eight runs are not enough. */
 DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 			    uint32_t off, uint32_t end)
 {
 	int r;
 
+	if (q->nsmall - 1u < DFR_SMALL_RUNS - 1u)
+		return small_place(q, pkt, off, end);
 	if (rxp_likely(q->tail && q->tail_end == off)) {
 		/* The common case: in order, extend the last run (its end is
 		 * written back when the run is closed). */
@@ -392,13 +437,14 @@ DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, str
 			return DFR_OK;
 		}
 		small_start(q);
+		return small_place(q, pkt, off, end);
 	}
 	if (off > q->tail_end)
 		return append_run(t, q, pkt, off, end);
 	/* Somewhere before the end: a duplicate, an overlap or a new run in
 	 * a gap. */
 	if (q->nsmall) {
-		r = small_insert(q, pkt, off, end);
+		r = small_full(q, pkt, off, end);
 		if (r >= 0)
 			return r;
 		/* Room for no more runs: the search found neither a

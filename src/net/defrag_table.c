@@ -258,7 +258,7 @@ DFR_HOT struct dfr_queue *dfr_lookup(struct rxp_defrag_table *t, const struct df
  * An accepted fragment writes lines 1, 2 (pf) and 6 (pg) besides reading
  * line 0, one out of order the small runs (4-5), and completion reads them
  * all: fetching only lines 0-1 left the others to miss on the spot
- * (small_insert's first read of soff and dfr_prefetch_frags' of pf and pg
+ * (the small form's first read of soff and dfr_prefetch_frags' of pf and pg
  * were half of dfr_frag_runs' samples in rxpath defrag on the bench
  * capture, 10,000 datagrams of 4 shuffled fragments in flight). All seven:
  * that run's main thread 0.204 -> 0.178 s of user time (median of 13,
