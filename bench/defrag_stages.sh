@@ -54,7 +54,7 @@ STAGES = {
               r'queue_new|queue_get|queue_make.*|queue_init|queue_clear_line|arm|dfr_find.*|'
               r'src_.*|max_dist_check|slot_.*|hash.*|dfr_queue_new|queue_take|dfr_fifo_of|'
               r'dfr_slot_of|dfr_slot6_mix)$',
-    'insert': r'^(frag_in|accepted|account|end_ok|ends_ok|copy_out|dfr_runs_insert|small_place|small_full|'
+    'insert': r'^(frag_in|accepted|account|end_ok|ends_ok|copy_out|dfr_runs_insert|small_place|small_full|small_test|'
               r'small_start|append_run|tree_insert|run_.*|small_to_tree|dfr_pressure|room|'
               r'rxp_pkt_truesize|dfr_charge.*|dfr_completes|dfr_completes_at|dfr_gap_note|'
               r'dfr_fits|ecn_combine|fast_take|fast_ok|dfr_tombs_live|dfr_has_free|v4_load|v4_mask|v4_with)$',

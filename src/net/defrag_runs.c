@@ -183,6 +183,27 @@ static void small_start(struct dfr_queue *q)
 	q->nsmall = 1;
 }
 
+/* What [off, end) meets in the small form, whose last run (entry l) ends
+ * at te (not yet in send[]): DFR_OK nothing, DFR_DUP a run that holds it
+ * whole, DFR_OVERLAP any other byte shared with a run (runs are
+ * disjoint). Two vector compares, no branch on any run. */
+static inline __attribute__((always_inline)) int small_test(const struct dfr_queue *q, unsigned l,
+							    uint32_t te, uint32_t off, uint32_t end)
+{
+	const int32_t so = (int32_t)off, se = (int32_t)end;
+	const dfr_v4 o0 = v4_load(&q->soff[0]), o1 = v4_load(&q->soff[4]);
+	const dfr_v4 e0 = v4_with(v4_load(&q->send[0]), 0, l, (int32_t)te);
+	const dfr_v4 e1 = v4_with(v4_load(&q->send[4]), 4, l, (int32_t)te);
+	dfr_v4 in0 = (se > o0) & (so < e0), in1 = (se > o1) & (so < e1);
+
+	_Static_assert(DFR_SMALL_RUNS == 8, "small_test tests eight runs");
+	if (rxp_likely(!v4_mask(in0 | in1)))
+		return DFR_OK;
+	in0 &= (so >= o0) & (se <= e0);
+	in1 &= (so >= o1) & (se <= e1);
+	return v4_mask(in0 | in1) ? DFR_DUP : DFR_OVERLAP;
+}
+
 /* Small form with no room for another run (DFR_SMALL_RUNS runs): pkt,
  * [off, end) with off < q->tail_end, is a duplicate, an overlap, or, when
  * it fills the datagram's last gap, joins a neighbour run; -1 otherwise
@@ -190,26 +211,13 @@ static void small_start(struct dfr_queue *q)
 static int small_full(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
 {
 	const unsigned n = DFR_SMALL_RUNS;
-	const int32_t so = (int32_t)off, se = (int32_t)end;
-	dfr_v4 o0, o1, e0, e1, in0, in1;
+	int r = small_test(q, n - 1, q->tail_end, off, end);
 
-	_Static_assert(DFR_SMALL_RUNS == 8, "small_full tests eight runs");
+	if (r != DFR_OK)
+		return r;
+	/* (the joins below read the last run's entry) */
 	q->send[n - 1] = q->tail_end;
 	q->stail[n - 1] = q->tail;
-	o0 = v4_load(&q->soff[0]);
-	o1 = v4_load(&q->soff[4]);
-	e0 = v4_load(&q->send[0]);
-	e1 = v4_load(&q->send[4]);
-	/* Runs that share a byte with [off, end). */
-	in0 = (se > o0) & (so < e0);
-	in1 = (se > o1) & (so < e1);
-	if (v4_mask(in0 | in1)) {
-		/* Runs are disjoint: pkt is a duplicate when one holds it
-		 * whole, and an overlap otherwise. */
-		in0 &= (so >= o0) & (se <= e0);
-		in1 &= (so >= o1) & (se <= e1);
-		return v4_mask(in0 | in1) ? DFR_DUP : DFR_OVERLAP;
-	}
 	if ((q->flags & DFR_F_LAST) && q->meat + (end - off) == q->len) {
 		/* pkt fills the last gap: the datagram completes now, so no
 		 * fragment will test the run boundary this would make, and
@@ -253,23 +261,11 @@ small_place(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end
 	const unsigned n = q->nsmall, l = n - 1;
 	const uint32_t te = q->tail_end, lo = q->soff[l];
 	struct rxp_pkt *const tl = q->tail;
-	const int32_t so = (int32_t)off, se = (int32_t)end;
 	const bool app = off == te, gap = off < te;
-	dfr_v4 o0, o1, e0, e1, in0, in1;
+	int r = small_test(q, l, te, off, end);
 
-	_Static_assert(DFR_SMALL_RUNS == 8, "small_place tests eight runs");
-	o0 = v4_load(&q->soff[0]);
-	o1 = v4_load(&q->soff[4]);
-	/* the last run's end is tail_end, not yet in send[] */
-	e0 = v4_with(v4_load(&q->send[0]), 0, l, (int32_t)te);
-	e1 = v4_with(v4_load(&q->send[4]), 4, l, (int32_t)te);
-	in0 = (se > o0) & (so < e0);
-	in1 = (se > o1) & (so < e1);
-	if (rxp_unlikely(v4_mask(in0 | in1))) {
-		in0 &= (so >= o0) & (se <= e0);
-		in1 &= (so >= o1) & (se <= e1);
-		return v4_mask(in0 | in1) ? DFR_DUP : DFR_OVERLAP;
-	}
+	if (rxp_unlikely(r != DFR_OK))
+		return r;
 	/* Entry l: the new run (gap), else the last run, closed (after) or
 	 * not (its end and tail are read from the queue, not from here). */
 	q->soff[l] = gap ? off : lo;
