@@ -49,6 +49,8 @@ int rxp_defrag_policy_parse(const char *name, enum rxp_defrag_policy *p)
 void rxp_defrag_get_counters(const struct rxp_defrag_table *t, struct rxp_defrag_counters *c)
 {
 	*c = t->c;
+	if (c->mem > c->mem_high_water)
+		c->mem_high_water = c->mem;
 	c->gap = t->gap16[DFR_CLS_GOOD] >> 4;
 	for (int i = DFR_CLS_GOOD - 1; !c->gap && i >= 0; i--)
 		c->gap = t->gap16[i] >> 4;
@@ -209,9 +211,7 @@ account(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, ui
 	q->nfrags++;
 	q->last_seq = seq;
 	q->mem += tsize;
-	t->c.mem += tsize;
-	if (t->c.mem > t->c.mem_high_water)
-		t->c.mem_high_water = t->c.mem;
+	t->c.mem += tsize; /* (its high water is taken where it falls) */
 	q->meat = strict ? q->meat + flen : q->nblocks * 8u;
 	if (off == 0 && !(q->flags & DFR_F_FIRST)) {
 		q->flags |= DFR_F_FIRST;

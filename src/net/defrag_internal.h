@@ -443,6 +443,17 @@ static inline void dfr_gap_note(struct rxp_defrag_table *t, struct dfr_queue *q,
 	q->gapmax = gap > q->gapmax ? gap : q->gapmax;
 }
 
+/* The table releases n bytes. Its high water is taken here, where the
+ * memory held falls, and when the counters are read, rather than each
+ * time it rises: once per queue or so instead of once per fragment, for
+ * the same figure (the peak is always just before a fall or now). */
+static inline void dfr_mem_fall(struct rxp_defrag_table *t, uint64_t n)
+{
+	if (t->c.mem > t->c.mem_high_water)
+		t->c.mem_high_water = t->c.mem;
+	t->c.mem -= n;
+}
+
 /* Below this much memory held by the table (its fragments, at about
  * 2.4 KiB each with 1500-byte frames, and queues), the fast path does not
  * prefetch what completion reads: it is all in this core's caches, and

@@ -425,7 +425,7 @@ static void giveup(struct rxp_defrag_table *t, struct dfr_queue *q, enum rxp_dro
 
 	count_giveup(t, q, r);
 	t->st->drain(t, q, drain_drop, &a);
-	t->c.mem -= q->mem;
+	dfr_mem_fall(t, q->mem);
 	q->mem = 0;
 	q->nfrags = 0;
 }
@@ -454,7 +454,7 @@ static void queue_unlink(struct rxp_defrag_table *t, struct dfr_queue *q)
 /* An unlinked queue, its fragments gone, back to the free list. */
 static void queue_release(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
-	t->c.mem -= q->mem + t->qcharge;
+	dfr_mem_fall(t, q->mem + t->qcharge);
 	t->c.queues--;
 	if (q->pst & DFR_P_TRACKED)
 		t->src[q->src].nq--;
@@ -618,8 +618,6 @@ DFR_HOT struct dfr_queue *dfr_queue_new(struct rxp_defrag_table *t, const struct
 	q->qid = ++t->next_qid;
 	t->c.queues++;
 	t->c.mem += t->qcharge;
-	if (t->c.mem > t->c.mem_high_water)
-		t->c.mem_high_water = t->c.mem;
 	return q;
 }
 
@@ -676,7 +674,7 @@ DFR_HOT struct rxp_pkt *dfr_finish(struct rxp_defrag_table *t, struct dfr_queue 
 	queue_unlink(t, q);
 	tstamp = last->tstamp_ns; /* before building may free last */
 	res = t->st->build(t, q);
-	t->c.mem -= q->mem;
+	dfr_mem_fall(t, q->mem);
 	q->mem = 0;
 	if (!res)
 		goto failed; /* its fragments are dropped (NOMEM) */
