@@ -211,7 +211,7 @@ account(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, ui
 	q->nfrags++;
 	q->last_seq = seq;
 	q->mem += tsize;
-	t->c.mem += tsize; /* (its high water is taken where it falls) */
+	t->c.mem += tsize; /* (its high water: dfr_mem_fall) */
 	q->meat = strict ? q->meat + flen : q->nblocks * 8u;
 	if (off == 0 && !(q->flags & DFR_F_FIRST)) {
 		q->flags |= DFR_F_FIRST;
