@@ -23,6 +23,7 @@
 #include "rxpath/log.h"
 #include "rxpath/page_pool.h"
 #include "rxpath/pool.h"
+#include "buf/mem.h"
 #include "buf/mpmc.h"
 
 #define PG_REMOTE 1u
@@ -42,8 +43,9 @@ struct rxp_page_pool {
 	_Atomic uint64_t released_remote;
 	char name[32];
 	uint32_t page_size, n_pages;
-	uint8_t *mem;
+	uint8_t *mem; /* rxp_mem_map: huge pages from 2 MiB up */
 	struct rxp_page *pages;
+	size_t mem_len, pages_len;
 	struct rxp_mpmc *ring; /* returns */
 	struct rxp_mpmc *store; /* fresh and released pages */
 };
@@ -113,13 +115,13 @@ struct rxp_page_pool *rxp_page_pool_create(const struct rxp_page_pool_config *cf
 	pp->page_size = psize;
 	pp->n_pages = n;
 	pp->owner = rxp_thread_id();
-	pp->mem = aligned_alloc(4096, RXP_ALIGN_UP((size_t)psize * n, (size_t)4096));
-	pp->pages = calloc(n, sizeof(*pp->pages));
+	pp->mem = rxp_mem_map((size_t)psize * n, 0, &pp->mem_len);
+	pp->pages = rxp_mem_map(n * sizeof(*pp->pages), 0, &pp->pages_len);
 	pp->ring = rxp_mpmc_create(rs);
 	pp->store = rxp_mpmc_create(n);
 	if (!pp->mem || !pp->pages || !pp->ring || !pp->store) {
-		free(pp->mem);
-		free(pp->pages);
+		rxp_mem_unmap(pp->mem, pp->mem_len);
+		rxp_mem_unmap(pp->pages, pp->pages_len);
 		free(pp->ring);
 		free(pp->store);
 		free(pp);
@@ -155,8 +157,8 @@ uint64_t rxp_page_pool_destroy(struct rxp_page_pool *pp)
 	if (out)
 		rxp_log(RXP_LOG_ERR, "page pool %s: %llu pages outstanding at destroy", pp->name,
 			(unsigned long long)out);
-	free(pp->mem);
-	free(pp->pages);
+	rxp_mem_unmap(pp->mem, pp->mem_len);
+	rxp_mem_unmap(pp->pages, pp->pages_len);
 	free(pp->ring);
 	free(pp->store);
 	free(pp);

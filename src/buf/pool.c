@@ -35,6 +35,7 @@
 #include "rxpath/compiler.h"
 #include "rxpath/log.h"
 #include "rxpath/pool.h"
+#include "buf/mem.h"
 #include "buf/pool_internal.h"
 
 /* ---- creation ------------------------------------------------------------ */
@@ -44,7 +45,7 @@ static void pool_free_mem(struct rxp_pool *p)
 	for (unsigned t = 0; t < RXP_MAX_THREADS; t++)
 		free(p->defer[t]);
 	free(p->ring);
-	free(p->mem);
+	rxp_mem_unmap(p->mem, p->mem_len);
 	free(p->cache_mem);
 	free(p->stage_mem);
 	for (unsigned t = 0; p->stash && t < RXP_MAX_THREADS; t++)
@@ -144,7 +145,7 @@ struct rxp_pool *rxp_pool_create(const struct rxp_pool_config *cfg)
 	p->stage_lim = p->defer_max < STAGE ? p->defer_max : STAGE;
 
 	p->ring = rxp_mpmc_create(cfg->n);
-	p->mem = aligned_alloc(RXP_CACHELINE, p->stride * cfg->n);
+	p->mem = rxp_mem_map(p->stride * cfg->n, 0, &p->mem_len);
 	p->head.owners = malloc(cfg->n);
 	ok = p->ring && p->mem && p->head.owners;
 	if (ok)

@@ -73,7 +73,8 @@ struct rxp_pool {
 	unsigned batch; /* refill/flush unit: half the cache */
 	unsigned defer_max;
 	unsigned stage_lim; /* a stage is handed over at this many: min(STAGE, defer_max) */
-	uint8_t *mem;
+	uint8_t *mem; /* rxp_mem_map: huge pages from 2 MiB up */
+	size_t mem_len;
 	_Atomic uint32_t carved; /* slots [0, carved) have been made */
 	void (*obj_init)(void *obj, unsigned idx, void *arg);
 	void *obj_init_arg;

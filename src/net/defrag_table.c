@@ -26,20 +26,18 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "rxpath/compiler.h"
 #include "rxpath/wire.h"
+#include "buf/mem.h"
 #include "net/defrag_internal.h"
 
 static void table_free(struct rxp_defrag_table *t)
 {
 	free(t->buckets);
 	free(t->slots);
-	if (t->qarr)
-		munmap(t->qarr, t->qarr_bytes);
-	if (t->tomb)
-		munmap(t->tomb, t->tomb_bytes);
+	rxp_mem_unmap(t->qarr, t->qarr_bytes);
+	rxp_mem_unmap(t->tomb, t->tomb_bytes);
 	free(t->src);
 	if (t->st)
 		t->st->fini(t);
@@ -47,23 +45,18 @@ static void table_free(struct rxp_defrag_table *t)
 }
 
 /* Zeroed address space of at least bytes, untouched until used (huge
- * pages asked for where it spans them); NULL on failure. Less than a huge
- * page is not rounded up to one: a small table (64 queues: 28 KiB of
- * queues) would take a huge page for each array, which the first queue
- * made faults in and the kernel clears whole (2 MiB). */
+ * pages asked for where it spans them); NULL on failure. From a huge page
+ * up it is rounded up to whole huge pages; less is not rounded up to one:
+ * a small table (64 queues: 28 KiB of queues) would take a huge page for
+ * each array, which the first queue made faults in and the kernel clears
+ * whole (2 MiB). */
 static void *lazy_alloc(size_t bytes, size_t *got)
 {
-	size_t huge = (size_t)2 << 20, page = 4096;
-	size_t unit = bytes >= huge ? huge : page, sz = (bytes + unit - 1) & ~(unit - 1);
-	void *a = mmap(NULL, sz, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t huge = (size_t)2 << 20;
 
-	if (a == MAP_FAILED)
-		return NULL;
-	if (unit == huge)
-		(void)madvise(a, sz, MADV_HUGEPAGE);
-	*got = sz;
-	return a;
+	if (bytes >= huge)
+		bytes = (bytes + huge - 1) & ~(huge - 1);
+	return rxp_mem_map(bytes, 1, got);
 }
 
 struct rxp_defrag_table *rxp_defrag_table_create(const struct rxp_defrag_config *cfg)

@@ -27,6 +27,90 @@ static void teardown(struct rxp_pool *p)
 	assert_int_equal(rxp_pool_destroy(p), 0);
 }
 
+/* THPeligible of the mapping that holds addr in /proc/self/smaps: 1 or 0,
+ * -1 when the kernel does not say. */
+static int thp_eligible(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	int in = 0, r = -1;
+	unsigned long lo, hi, a = (unsigned long)addr;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = a >= lo && a < hi;
+		else if (in && sscanf(line, "THPeligible: %d", &r) == 1)
+			break;
+	}
+	fclose(f);
+	return r;
+}
+
+/* The system's transparent huge page mode: 'a'lways, 'm'advise, 'n'ever. */
+static char thp_mode(void)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char buf[128] = "";
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return strstr(buf, "[always]") ? 'a' : strstr(buf, "[madvise]") ? 'm' : 'n';
+}
+
+/* A pool of 2 MiB and more lies on memory marked for transparent huge
+ * pages, so that a walk over its objects is not a TLB miss per 4 KiB; with
+ * RXP_NO_HUGEPAGE set it is not marked. Under 2 MiB it comes from the heap
+ * and is not marked either. */
+static void test_large_pool_on_huge_pages(void **state)
+{
+	struct rxp_pool_config big = {.name = "big", .obj_size = 2000, .n = 4096},
+			       small = {.name = "small", .obj_size = 100, .n = 64};
+	char mode = thp_mode();
+	struct rxp_pool *p;
+	void *o;
+
+	(void)state;
+	unsetenv("RXP_NO_HUGEPAGE");
+	p = rxp_pool_create(&big);
+	assert_non_null(p);
+	o = rxp_pool_get(p);
+	assert_non_null(o);
+	memset(o, 0xa5, 2000);
+	if (thp_eligible(o) < 0 || mode == 'n') {
+		rxp_pool_put(p, o);
+		teardown(p);
+		skip();
+	}
+	assert_int_equal(thp_eligible(o), 1);
+	rxp_pool_put(p, o);
+	teardown(p);
+
+	setenv("RXP_NO_HUGEPAGE", "1", 1);
+	p = rxp_pool_create(&big);
+	assert_non_null(p);
+	o = rxp_pool_get(p);
+	assert_non_null(o);
+	if (mode == 'm')
+		assert_int_equal(thp_eligible(o), 0);
+	rxp_pool_put(p, o);
+	teardown(p);
+	unsetenv("RXP_NO_HUGEPAGE");
+
+	p = rxp_pool_create(&small);
+	assert_non_null(p);
+	o = rxp_pool_get(p);
+	assert_non_null(o);
+	if (mode == 'm')
+		assert_int_equal(thp_eligible(o), 0);
+	rxp_pool_put(p, o);
+	teardown(p);
+}
+
 static void test_single_thread(void **state)
 {
 	struct rxp_pool *p = mk(1000, 0, 0);
@@ -947,6 +1031,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_thread),
 		cmocka_unit_test(test_lazy_carving),
+		cmocka_unit_test(test_large_pool_on_huge_pages),
 		cmocka_unit_test(test_bulk_and_nocache),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_remote_free_deferred),
