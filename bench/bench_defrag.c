@@ -364,9 +364,15 @@ int main(int argc, char **argv)
 #ifdef RXP_HAVE_DPDK
 	if (getenv("RXP_BENCH_NO_DPDK"))
 		fprintf(stderr, "bench defrag: RXP_BENCH_NO_DPDK set; rxpath rows only\n");
-	else if (dp_init() == 0)
+	else if (dp_init() == 0) {
 		have_dpdk = 1;
-	else
+		/* Both sides' memory, since it moves the rows with thousands in
+		 * flight: rxpath's pools ask for transparent huge pages. */
+		printf("memory: %s; rxpath's pools on transparent huge pages%s\n",
+		       bench_eal_memory(),
+		       getenv("RXP_NO_HUGEPAGE") ? " not asked for (RXP_NO_HUGEPAGE set)"
+						 : " where the system grants them");
+	} else
 		fprintf(stderr, "bench defrag: DPDK EAL init failed; rxpath rows only\n");
 #endif
 	if (getenv("RXP_BENCH_ONE")) {

@@ -61,12 +61,16 @@ void bench_report(struct bench_table *t, const struct bench_opts *o);
 /* Pin the calling thread to a CPU (mod online CPUs); ignores failure. */
 void bench_pin(int cpu);
 
-/* DPDK's EAL as the benchmarks start it: no huge pages (none are set up on
- * these machines), no PCI, no shared config, 512 MiB, only EAL errors
- * logged, on lcores ("0-1"; NULL: EAL's default). Its run directory,
- * /var/run/dpdk/<prefix>, is removed at exit. 0, or -1 when EAL does not
- * start (or the build has no DPDK). */
+/* DPDK's EAL as the benchmarks start it: 512 MiB on hugepages, as DPDK is
+ * deployed, when the host has at least 576 MiB of them free and
+ * RXP_BENCH_DPDK_NO_HUGE is not set (--in-memory: no hugetlbfs mount
+ * needed); otherwise on 4 KiB pages (--no-huge --no-shconf). No PCI, only
+ * EAL errors logged, on lcores ("0-1"; NULL: EAL's default). Its run
+ * directory, /var/run/dpdk/<prefix>, is removed at exit. 0, or -1 when EAL
+ * does not start (or the build has no DPDK). */
 int bench_eal_init(const char *prefix, const char *lcores);
+/* Which memory that was, in words, for the bench's output. */
+const char *bench_eal_memory(void);
 
 /* Instructions executed inside function fn (callgrind --toggle-collect)
  * when this benchmark's own executable runs with args, environment
