@@ -16,8 +16,9 @@
  * 4 KiB), aligned to 4 KiB (to 2 MiB from 2 MiB up), or NULL with errno
  * set; *maplen is what rxp_mem_unmap() needs. Under 2 MiB it comes from
  * the heap, unless lazy: mapped with MAP_NORESERVE, for arrays sized for a
- * cap and touched only as they fill. Not marked at all when RXP_NO_HUGEPAGE is set in the environment
- * (to measure what the marking is worth).
+ * cap and touched only as they fill. Nothing is marked while
+ * RXP_NO_HUGEPAGE is set in the environment (to measure what the marking
+ * is worth).
  */
 void *rxp_mem_map(size_t bytes, int lazy, size_t *maplen);
 void rxp_mem_unmap(void *p, size_t maplen);

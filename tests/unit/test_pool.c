@@ -62,6 +62,24 @@ static char thp_mode(void)
 	return strstr(buf, "[always]") ? 'a' : strstr(buf, "[madvise]") ? 'm' : 'n';
 }
 
+/* THPeligible of a pool made from c, read at its first object (which is
+ * written, so its page is there); the pool is torn down. */
+static int pool_thp_eligible(const struct rxp_pool_config *c)
+{
+	struct rxp_pool *p = rxp_pool_create(c);
+	void *o;
+	int r;
+
+	assert_non_null(p);
+	o = rxp_pool_get(p);
+	assert_non_null(o);
+	memset(o, 0xa5, c->obj_size);
+	r = thp_eligible(o);
+	rxp_pool_put(p, o);
+	teardown(p);
+	return r;
+}
+
 /* A pool of 2 MiB and more lies on memory marked for transparent huge
  * pages, so that a walk over its objects is not a TLB miss per 4 KiB; with
  * RXP_NO_HUGEPAGE set it is not marked. Under 2 MiB it comes from the heap
@@ -71,44 +89,23 @@ static void test_large_pool_on_huge_pages(void **state)
 	struct rxp_pool_config big = {.name = "big", .obj_size = 2000, .n = 4096},
 			       small = {.name = "small", .obj_size = 100, .n = 64};
 	char mode = thp_mode();
-	struct rxp_pool *p;
-	void *o;
+	int r;
 
 	(void)state;
 	unsetenv("RXP_NO_HUGEPAGE");
-	p = rxp_pool_create(&big);
-	assert_non_null(p);
-	o = rxp_pool_get(p);
-	assert_non_null(o);
-	memset(o, 0xa5, 2000);
-	if (thp_eligible(o) < 0 || mode == 'n') {
-		rxp_pool_put(p, o);
-		teardown(p);
-		skip();
-	}
-	assert_int_equal(thp_eligible(o), 1);
-	rxp_pool_put(p, o);
-	teardown(p);
+	r = pool_thp_eligible(&big);
+	if (r < 0 || mode == 'n')
+		skip(); /* no THPeligible line, or no transparent huge pages */
+	assert_int_equal(r, 1);
 
 	setenv("RXP_NO_HUGEPAGE", "1", 1);
-	p = rxp_pool_create(&big);
-	assert_non_null(p);
-	o = rxp_pool_get(p);
-	assert_non_null(o);
-	if (mode == 'm')
-		assert_int_equal(thp_eligible(o), 0);
-	rxp_pool_put(p, o);
-	teardown(p);
+	r = pool_thp_eligible(&big);
 	unsetenv("RXP_NO_HUGEPAGE");
-
-	p = rxp_pool_create(&small);
-	assert_non_null(p);
-	o = rxp_pool_get(p);
-	assert_non_null(o);
 	if (mode == 'm')
-		assert_int_equal(thp_eligible(o), 0);
-	rxp_pool_put(p, o);
-	teardown(p);
+		assert_int_equal(r, 0);
+	r = pool_thp_eligible(&small);
+	if (mode == 'm')
+		assert_int_equal(r, 0);
 }
 
 static void test_single_thread(void **state)
