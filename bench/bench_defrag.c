@@ -368,10 +368,14 @@ int main(int argc, char **argv)
 		have_dpdk = 1;
 		/* Both sides' memory, since it moves the rows with thousands in
 		 * flight: rxpath's pools ask for transparent huge pages. */
-		printf("memory: %s; rxpath's pools on transparent huge pages%s\n",
+		printf("memory: %s; rxpath's pools on transparent huge pages%s; its "
+		       "packets %s\n",
 		       bench_eal_memory(),
 		       getenv("RXP_NO_HUGEPAGE") ? " not asked for (RXP_NO_HUGEPAGE set)"
-						 : " where the system grants them");
+						 : " where the system grants them",
+		       getenv("RXP_PKT_META_APART")
+			       ? "two objects, metadata apart (RXP_PKT_META_APART set)"
+			       : "one object, metadata in the head buffer's slot, as an mbuf");
 	} else
 		fprintf(stderr, "bench defrag: DPDK EAL init failed; rxpath rows only\n");
 #endif

@@ -1,8 +1,12 @@
 /*
  * struct rxp_pkt: rxpath's sk_buff.
  *
- * Metadata (this struct, from a pool) is separate from data. The linear part
- * lives in a head buffer, an rxp_page: head <= data <= tail <= end, with
+ * Metadata (this struct) is separate from data. A packet of rxp_pkt_alloc
+ * with a small head buffer has its metadata in that buffer's pool slot,
+ * [page header | struct rxp_pkt | bytes], one object as a DPDK mbuf is
+ * (RXP_PKT_F_EMBED); the others (built around a driver's buffer, clones,
+ * large heads) take it from the packet pool's metadata pool. The linear
+ * part lives in a head buffer, an rxp_page: head <= data <= tail <= end, with
  * headroom before data (default 128 bytes) and tailroom after tail. Beyond the
  * linear part a packet may hold up to RXP_MAX_FRAGS page fragments and a
  * frag_list chain of further packets, in that order:
@@ -54,6 +58,11 @@ enum {
 	RXP_PKT_F_RINGBUF = 1 << 1, /* built around a driver's receive buffer
 				     * (rxp_pkt_build): holding it long starves
 				     * the ring, so layers that queue copy out */
+	/* Set by the packet pool, for it alone: the metadata lives in its
+	 * head buffer's slot (EMBED), and, once the head moved to another
+	 * buffer, the packet keeps a reference on that slot (HOMEREF). */
+	RXP_PKT_F_EMBED = 1 << 2,
+	RXP_PKT_F_HOMEREF = 1 << 3,
 };
 
 struct rxp_pkt {

@@ -12,7 +12,14 @@
  *     packet whose head was stolen holds none) and on each frags[i].page;
  *     frag_list members are owned by the packet;
  *   - a cloned packet's head bytes are never written here (may_pull and
- *     linearize move to a private head first).
+ *     linearize move to a private head first);
+ *   - an embedded packet (RXP_PKT_F_EMBED: its metadata inside its small
+ *     head buffer's pool slot, its "home") is never read after the last
+ *     reference on its home goes. While the head is home, the head
+ *     reference holds it; a head moved elsewhere leaves that reference
+ *     with the packet (HOMEREF); a head stolen by another packet takes it
+ *     along, so the shell may be read until it is freed, and its free
+ *     gives nothing back (pkt_shell_free).
  */
 #include <errno.h>
 #include <string.h>
@@ -31,8 +38,29 @@
  * (pkt_page_put_many_tid puts a packet pool's head buffer back inline). */
 static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid);
 
+/* An embedded packet: its data references go, then its home's (the head
+ * reference while the head is home), which may free the slot holding pkt,
+ * so everything is read first. */
+static __attribute__((noinline)) void pkt_free_embedded(struct rxp_pkt *pkt, unsigned tid)
+{
+	struct rxp_page *head = pkt->head_page;
+	bool homeref = pkt->flags & RXP_PKT_F_HOMEREF;
+
+	pktpool_stat_add(tid, &pkt->pool->stats[tid].embed_free, 1);
+	pkt->head_page = NULL;
+	pkt_release_data(pkt, tid);
+	if (head)
+		pkt_page_put_many_tid(head, 1, tid);
+	if (homeref)
+		pkt_page_put_many_tid(pkt_home(pkt), 1, tid);
+}
+
 static inline void pkt_free(struct rxp_pkt *pkt, unsigned tid)
 {
+	if (pkt->flags & RXP_PKT_F_EMBED) {
+		pkt_free_embedded(pkt, tid);
+		return;
+	}
 	pkt_release_data(pkt, tid);
 	rxp_pool_put_tid_(pkt->pool->meta, pkt, tid);
 }
@@ -124,18 +152,48 @@ static void set_head(struct rxp_pkt *pkt, struct rxp_page *pg, uint32_t off, uin
 	pkt->data = pkt->tail = head + data_off;
 }
 
+/* A small head buffer's slot made into a packet whose metadata it holds:
+ * pg has no references yet; the packet's head is the buffer. */
+static inline struct rxp_pkt *embed_init(struct rxp_pktpool *pp, struct rxp_page *pg, unsigned tid,
+					 uint32_t bs, uint32_t hr)
+{
+	struct rxp_pkt *pkt = (struct rxp_pkt *)(void *)((uint8_t *)pg + PKTPOOL_BUF_HDR);
+
+	rxp_page_set_refcount(pg, 1);
+	meta_init(pkt, pp, tid);
+	pkt->flags = RXP_PKT_F_EMBED;
+	set_head(pkt, pg, 0, bs, hr);
+	/* charged as a packet of two objects is: the pool's padding aside,
+	 * the same bytes */
+	pkt->truesize = RXP_PKT_META_TRUESIZE + PKTPOOL_BUF_HDR + bs;
+	pktpool_stat_add(tid, &pp->stats[tid].embed_alloc, 1);
+	return pkt;
+}
+
 static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uint32_t headroom,
 				      const char *file, int line)
 {
 	struct rxp_pkt *pkt;
 	struct rxp_page *pg;
+	uint32_t need;
 
 	if (size > UINT32_MAX - headroom)
 		return NULL;
+	need = size + headroom;
+	if (pp->buf_init.meta && need <= pp->buf_size) {
+		pg = rxp_pool_get_at(pp->bufs, file, line);
+		if (pg)
+			return embed_init(pp, pg, rxp_thread_id(), pp->buf_size, headroom);
+		/* the small buffers are out (counted once): a large one, with
+		 * its metadata apart */
+		need = pp->buf_size + 1;
+		if (need > pp->large_size)
+			return NULL;
+	}
 	pkt = meta_get(pp, file, line);
 	if (!pkt)
 		return NULL;
-	pg = pktpool_buf_get(pp, headroom + size, file, line);
+	pg = pktpool_buf_get(pp, need, file, line);
 	if (!pg) {
 		rxp_pool_put(pp->meta, pkt);
 		return NULL;
@@ -146,19 +204,24 @@ static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uin
 }
 
 /* The common case in one piece, for a driver's or a reader's every
- * packet: metadata and a small head buffer both in this thread's caches,
- * its id read once and no call (alloc_headroom reads the id per pool and
- * chooses the buffer's pool out of line; the reassembly handover's get
- * loop went from 111.6 to 80.6 instructions per packet, callgrind).
- * Anything else, and RXP_DEBUG builds, take alloc_headroom. */
+ * packet: a small head buffer's slot (with the metadata in it) or, with
+ * RXP_PKT_META_APART, metadata and a small head buffer, from this thread's
+ * caches, its id read once and no call (alloc_headroom reads the id per
+ * pool and chooses the buffer's pool out of line; the reassembly
+ * handover's get loop went from 111.6 to 80.6 instructions per packet,
+ * callgrind, with the two objects). Anything else, and RXP_DEBUG builds,
+ * take alloc_headroom. */
 struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line)
 {
 	unsigned tid = rxp_thread_id();
 	uint32_t hr = pp->headroom, bs = pp->buf_size; /* read once: pkt may alias */
 	void *m, *b;
 
-	if (rxp_likely((uint64_t)size + hr <= bs) &&
-	    rxp_pool_take_pair_(pp->meta, pp->bufs, tid, &m, &b)) {
+	if (rxp_likely(pp->buf_init.meta != 0)) {
+		if (rxp_likely((uint64_t)size + hr <= bs) && rxp_pool_take_one_(pp->bufs, tid, &b))
+			return embed_init(pp, b, tid, bs, hr);
+	} else if (rxp_likely((uint64_t)size + hr <= bs) &&
+		   rxp_pool_take_pair_(pp->meta, pp->bufs, tid, &m, &b)) {
 		struct rxp_pkt *pkt = m;
 		struct rxp_page *pg = b;
 
@@ -425,7 +488,10 @@ static int expand_head(struct rxp_pkt *pkt, uint32_t extra)
 		return -ENOMEM;
 	memcpy(pg->addr + hr, pkt->data, hl);
 	pkt->truesize = pkt->truesize - (uint32_t)(pkt->end - pkt->head) + pg->size;
-	rxp_page_put(pkt->head_page);
+	if ((pkt->flags & RXP_PKT_F_EMBED) && pkt->head_page == pkt_home(pkt))
+		pkt->flags |= RXP_PKT_F_HOMEREF; /* the old head holds our metadata */
+	else
+		rxp_page_put(pkt->head_page);
 	set_head(pkt, pg, 0, pg->size, hr);
 	pkt->tail += hl;
 	pkt->flags &= (uint8_t)~RXP_PKT_F_CLONED;
@@ -611,6 +677,7 @@ struct rxp_pkt *rxp_pkt_clone(struct rxp_pkt *pkt)
 	c->next = NULL;
 	c->owner = (uint16_t)rxp_thread_id();
 	c->frag_list = c->frag_tail = NULL;
+	c->flags &= (uint8_t) ~(RXP_PKT_F_EMBED | RXP_PKT_F_HOMEREF); /* c's is its own */
 	rxp_page_get(c->head_page);
 	for (unsigned i = 0; i < c->nr_frags; i++)
 		rxp_page_get(c->frags[i].page);

@@ -63,17 +63,18 @@ static bool merge(struct rxp_pkt *t, struct rxp_pkt *from, enum rxp_coalesce *ho
 		f->page = from->head_page;
 		f->off = rxp_pkt_data_page_off(from);
 		f->size = hl;
-	} else {
-		rxp_page_put(from->head_page);
 	}
+	/* (an empty head's reference goes with from, at its free below: it
+	 * may hold from's metadata) */
 	for (unsigned i = 0; i < from->nr_frags; i++) /* (a memcpy here is `rep movsq`) */
 		t->frags[t->nr_frags + i] = from->frags[i];
 	t->nr_frags = (uint8_t)(t->nr_frags + from->nr_frags);
 	t->len += from->len;
 	t->data_len += from->len;
-	delta = from->truesize - RXP_PKT_META_TRUESIZE;
+	delta = pkt_stolen_truesize(from, hl != 0);
 	t->truesize += delta;
-	from->head_page = NULL;
+	if (hl)
+		from->head_page = NULL;
 	from->nr_frags = 0;
 	from->data_len = 0;
 	rxp_pkt_consume(from);
@@ -152,17 +153,19 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
 	 */
 	if (rxp_likely(!t->frag_list && !rxp_pkt_cloned(t) && from->len > rxp_pkt_tailroom(t))) {
 		struct rxp_page *pg, *extra = NULL;
-		uint32_t off, size = from->len, ts = from->truesize - RXP_PKT_META_TRUESIZE;
+		uint32_t off, size = from->len, ts;
 		unsigned tid;
 
 		if (!from->data_len && !from->nr_frags && from->data != from->tail) {
 			pg = from->head_page;
 			off = rxp_pkt_data_page_off(from);
+			ts = pkt_stolen_truesize(from, true);
 		} else if (from->data == from->tail && from->nr_frags == 1 &&
 			   from->data_len == from->frags[0].size) {
 			pg = from->frags[0].page;
 			off = from->frags[0].off;
 			extra = from->head_page;
+			ts = pkt_stolen_truesize(from, false);
 		} else {
 			goto general;
 		}
@@ -186,10 +189,11 @@ enum rxp_coalesce rxp_pkt_try_coalesce_batch(struct rxp_pkt *to, struct rxp_pkt 
 			to->data_len += size;
 			to->truesize += ts;
 		}
+		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
+		pkt_shell_free(from, tid);
+		/* (after: an embedded from's head may be the slot holding it) */
 		if (extra)
 			rxp_page_batch_add(pb, extra);
-		pktpool_stat_add(tid, &from->pool->stats[tid].consumed, 1);
-		rxp_pool_put(from->pool->meta, from);
 		return RXP_COALESCE_STOLEN;
 	}
 general:
@@ -206,20 +210,37 @@ static inline bool frag_as_is(const struct rxp_pkt *p, const struct rxp_pktpool 
 }
 
 /* What both fast loops end with: to now holds nf frags, len bytes and ts
- * of truesize more, and the ns shells whose data became frags go back to
- * pool in one batch. */
+ * of truesize more, and the ns shells whose data became frags are freed:
+ * those with metadata apart go back to pool in one batch, the embedded
+ * ones stay in the slots their heads, now to's frags, hold (but for a
+ * reference of their own on the slot, which goes). */
 static inline __attribute__((always_inline)) void
-frags_taken(struct rxp_pkt *to, struct rxp_pktpool *pool, void *const *shells, unsigned ns,
-	    unsigned nf, uint32_t len, uint32_t ts)
+frags_taken(struct rxp_pkt *to, struct rxp_pktpool *pool, void **shells, unsigned ns, unsigned nf,
+	    uint32_t len, uint32_t ts)
 {
-	unsigned tid = rxp_thread_id();
+	unsigned tid = rxp_thread_id(), napart = 0;
 
+	if (ns > RXP_MAX_FRAGS) /* (the callers' arrays: for the compiler) */
+		__builtin_unreachable();
 	to->nr_frags = (uint8_t)nf;
 	to->len += len;
 	to->data_len += len;
 	to->truesize += ts;
 	pktpool_stat_add(tid, &pool->stats[tid].consumed, ns);
-	rxp_pool_put_bulk(pool->meta, shells, ns);
+	for (unsigned i = 0; i < ns; i++) {
+		struct rxp_pkt *p = shells[i];
+
+		if (!(p->flags & RXP_PKT_F_EMBED))
+			shells[napart++] = p;
+		else if (rxp_unlikely(p->flags & RXP_PKT_F_HOMEREF))
+			pkt_page_put_many_tid(pkt_home(p), 1, tid);
+	}
+	if (napart > RXP_MAX_FRAGS)
+		__builtin_unreachable();
+	if (ns > napart)
+		pktpool_stat_add(tid, &pool->stats[tid].embed_free, ns - napart);
+	if (napart)
+		rxp_pool_put_bulk(pool->meta, shells, napart);
 }
 
 /* The packets are walked from the last run's tail backwards, each frag
@@ -261,7 +282,7 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 			to->frags[pos] = (struct rxp_frag){pg, off, plen};
 			shells[pos] = p;
 			len += plen;
-			ts += p->truesize - RXP_PKT_META_TRUESIZE;
+			ts += pkt_stolen_truesize(p, true);
 			npg = pg;
 			noff = off;
 		}
@@ -314,7 +335,7 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
 			p->next = NULL;
 			to->frags[nf++] = (struct rxp_frag){pg, off, plen};
 			len += plen;
-			ts += p->truesize - RXP_PKT_META_TRUESIZE;
+			ts += pkt_stolen_truesize(p, true);
 			shells[ns++] = p;
 			room = 0;
 			lpg = pg;

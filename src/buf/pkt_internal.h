@@ -11,6 +11,7 @@
 struct pktpool_tstats {
 	uint64_t drops[RXP_DROP_MAX];
 	uint64_t consumed;
+	uint64_t embed_alloc, embed_free; /* packets with their metadata in the slot */
 } __rxp_cache_aligned;
 
 /* What a head buffer's header is made from when its pool carves it (which
@@ -18,6 +19,7 @@ struct pktpool_tstats {
 struct pktpool_buf_init {
 	struct rxp_pool *pool;
 	uint32_t size;
+	uint32_t meta; /* bytes kept for an embedded rxp_pkt before addr */
 };
 
 struct rxp_pktpool {
@@ -46,6 +48,16 @@ static inline void pktpool_stat_add(unsigned tid, uint64_t *c, uint64_t n)
 /* A head buffer's header, before its bytes (pg->addr), in its pool slot. */
 #define PKTPOOL_BUF_HDR ((uint32_t)RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE))
 
+/* A small head buffer's slot is [rxp_page | rxp_pkt | bytes] unless the
+ * pool was made with RXP_PKT_META_APART set (pp->buf_init.meta == 0). */
+#define PKTPOOL_META_SZ ((uint32_t)RXP_ALIGN_UP(sizeof(struct rxp_pkt), (size_t)RXP_CACHELINE))
+
+/* An embedded packet's slot, as a page: its head buffer when it was made. */
+static inline struct rxp_page *pkt_home(const struct rxp_pkt *pkt)
+{
+	return (struct rxp_page *)(void *)((uint8_t *)(uintptr_t)pkt - PKTPOOL_BUF_HDR);
+}
+
 /* A head buffer's release function: back to its pool (pg->owner). */
 void pktpool_buf_release(struct rxp_page *pg);
 
@@ -70,6 +82,33 @@ static inline void pkt_page_put_many_tid(struct rxp_page *pg, uint32_t n, unsign
 static inline void pkt_page_put_many(struct rxp_page *pg, uint32_t n)
 {
 	pkt_page_put_many_tid(pg, n, rxp_thread_id());
+}
+
+/* The metadata of a packet whose data references all went to another
+ * packet (coalescing): to the metadata pool, or, for an embedded packet,
+ * nowhere (its slot lives on with the stolen head) but its own reference
+ * on the slot when it holds one. Reads nothing of pkt after that. */
+static inline void pkt_shell_free(struct rxp_pkt *pkt, unsigned tid)
+{
+	if (rxp_likely(!(pkt->flags & RXP_PKT_F_EMBED))) {
+		rxp_pool_put_tid_(pkt->pool->meta, pkt, tid);
+		return;
+	}
+	pktpool_stat_add(tid, &pkt->pool->stats[tid].embed_free, 1);
+	if (pkt->flags & RXP_PKT_F_HOMEREF)
+		pkt_page_put_many_tid(pkt_home(pkt), 1, tid);
+}
+
+/* What p, whose data another packet takes, adds to that packet's
+ * truesize: all of it when the reference taken is p's head and the head
+ * is p's home (its metadata stays in the slot that reference holds), its
+ * metadata's share less otherwise. */
+static inline uint32_t pkt_stolen_truesize(const struct rxp_pkt *p, bool head_taken)
+{
+	bool pinned =
+		head_taken && (p->flags & (RXP_PKT_F_EMBED | RXP_PKT_F_HOMEREF)) == RXP_PKT_F_EMBED;
+
+	return p->truesize - (pinned ? 0 : RXP_PKT_META_TRUESIZE);
 }
 
 /* A head buffer with at least need bytes, refcount 1; NULL if none. */

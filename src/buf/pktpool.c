@@ -2,7 +2,10 @@
  * Packet pools: the metadata pool and the head-buffer pools a packet is
  * built from, plus the per-thread drop counters.
  *
- * A head buffer is an rxp_pool object laid out as [struct rxp_page | bytes]:
+ * A head buffer is an rxp_pool object laid out as [struct rxp_page | bytes],
+ * a small one as [struct rxp_page | struct rxp_pkt | bytes] (the packet
+ * rxp_pkt_alloc makes of it keeps its metadata there; RXP_PKT_META_APART
+ * in the environment when the pool is made leaves that out):
  * the page header is initialised once, when the pool first carves the
  * buffer (so an unused part of a big pool is never touched), its refcount
  * set to 1 when handed out, and release() returns the object to its pool (through
@@ -30,7 +33,7 @@ static void buf_init(void *obj, unsigned idx, void *arg)
 	(void)idx;
 	rxp_page_set_refcount(pg, 0);
 	pg->size = a->size;
-	pg->addr = (uint8_t *)obj + BUF_HDR;
+	pg->addr = (uint8_t *)obj + BUF_HDR + a->meta;
 	pg->release = pktpool_buf_release;
 	pg->owner = a->pool;
 	pg->priv = 0;
@@ -45,7 +48,7 @@ static struct rxp_pool *buf_pool_create(const char *base, const char *suffix, un
 	char name[32];
 	struct rxp_pool_config pc = {
 		.name = name,
-		.obj_size = BUF_HDR + size,
+		.obj_size = BUF_HDR + a->meta + size,
 		.n = n,
 		.cache_size = cfg->cache_size,
 		.defer_max = cfg->defer_max,
@@ -103,6 +106,7 @@ struct rxp_pktpool *rxp_pktpool_create(const struct rxp_pktpool_config *cfg_in)
 		snprintf(mname, sizeof(mname), "%s.meta", name);
 		pp->meta = rxp_pool_create(&mc);
 	}
+	pp->buf_init.meta = getenv("RXP_PKT_META_APART") ? 0 : PKTPOOL_META_SZ;
 	pp->bufs = buf_pool_create(name, "buf", cfg.n_bufs, cfg.buf_size, &cfg, &pp->buf_init);
 	pp->large =
 		buf_pool_create(name, "large", cfg.n_large, cfg.large_size, &cfg, &pp->large_init);
@@ -123,6 +127,7 @@ size_t rxp_pktpool_destroy(struct rxp_pktpool *pp)
 
 	if (!pp)
 		return 0;
+	/* (an embedded packet is its small buffer, counted there) */
 	leaked = rxp_pool_destroy(pp->meta);
 	leaked += rxp_pool_destroy(pp->bufs);
 	leaked += rxp_pool_destroy(pp->large);
@@ -140,12 +145,25 @@ void rxp_pktpool_get_stats(const struct rxp_pktpool *pp, struct rxp_pktpool_stat
 		for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 			st->drops[r] += __atomic_load_n(&pp->stats[t].drops[r], __ATOMIC_RELAXED);
 		st->consumed += __atomic_load_n(&pp->stats[t].consumed, __ATOMIC_RELAXED);
+		st->embedded_alloc += __atomic_load_n(&pp->stats[t].embed_alloc, __ATOMIC_RELAXED);
+		st->embedded_free += __atomic_load_n(&pp->stats[t].embed_free, __ATOMIC_RELAXED);
 	}
+}
+
+static uint64_t embedded_outstanding(const struct rxp_pktpool *pp)
+{
+	uint64_t a = 0, f = 0;
+
+	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++) {
+		a += __atomic_load_n(&pp->stats[t].embed_alloc, __ATOMIC_RELAXED);
+		f += __atomic_load_n(&pp->stats[t].embed_free, __ATOMIC_RELAXED);
+	}
+	return a - f;
 }
 
 uint64_t rxp_pktpool_pkts_outstanding(const struct rxp_pktpool *pp)
 {
-	return rxp_pool_outstanding(pp->meta);
+	return rxp_pool_outstanding(pp->meta) + embedded_outstanding(pp);
 }
 
 uint64_t rxp_pktpool_bufs_outstanding(const struct rxp_pktpool *pp)

@@ -457,15 +457,122 @@ static void test_exhaustion(void **state)
 	struct rxp_pktpool *pp = rxp_pktpool_create(&c);
 	struct rxp_pkt *p[9];
 	struct rxp_pktpool_stats st;
-	int i;
+	int i, n = 8;
 
 	for (i = 0; i < 8; i++)
 		assert_non_null(p[i] = rxp_pkt_alloc(pp, 64));
-	assert_null(rxp_pkt_alloc(pp, 64));
-	rxp_pktpool_get_stats(pp, &st);
-	assert_true(st.pkts.alloc_fail >= 1);
-	for (i = 0; i < 8; i++)
+	if (!getenv("RXP_PKT_META_APART")) {
+		/* Eight one-object packets took the small buffers and no
+		 * metadata: the ninth gets the large buffer, metadata apart. */
+		rxp_pktpool_get_stats(pp, &st);
+		assert_int_equal(st.embedded_alloc, 8);
+		assert_int_equal(st.pkts.alloc, 0);
+		assert_non_null(p[n++] = rxp_pkt_alloc(pp, 64));
+		assert_false(p[8]->flags & RXP_PKT_F_EMBED);
+		assert_true(rxp_pkt_tailroom(p[8]) > c.buf_size);
+		rxp_pktpool_get_stats(pp, &st);
+		assert_int_equal(st.bufs.alloc_fail, 1);
+		assert_int_equal(st.pkts.alloc, 1);
+		assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 9);
+		assert_null(rxp_pkt_alloc(pp, 64));
+		rxp_pktpool_get_stats(pp, &st);
+		assert_true(st.large.alloc_fail >= 1);
+	} else {
+		assert_null(rxp_pkt_alloc(pp, 64));
+		rxp_pktpool_get_stats(pp, &st);
+		assert_true(st.pkts.alloc_fail >= 1);
+	}
+	for (i = 0; i < n; i++)
 		rxp_pkt_consume(p[i]);
+	rxpt_pktpool_teardown(pp);
+}
+
+/* A small packet is one object: its metadata sits in its head buffer's
+ * slot, between the page header and the bytes, and lives as long as
+ * anything holds that slot: its head moved elsewhere, a clone that
+ * outlives it, a packet that took its data. (ASan builds check that
+ * nothing reads a slot after it went back.) */
+static void test_embedded_lifetimes(void **state)
+{
+	struct rxp_pktpool *pp = mkpool();
+	struct rxp_pktpool_stats st;
+	struct rxp_pkt *p, *c, *to;
+	struct rxp_page *home;
+	uint32_t ts;
+
+	p = mkpkt(pp, 100, 21);
+	if (getenv("RXP_PKT_META_APART")) {
+		assert_false(p->flags & RXP_PKT_F_EMBED);
+		rxp_pkt_consume(p);
+		rxpt_pktpool_teardown(pp);
+		return;
+	}
+	home = p->head_page;
+	assert_true(p->flags & RXP_PKT_F_EMBED);
+	assert_true((uint8_t *)p > (uint8_t *)home && (uint8_t *)p < p->head);
+	assert_true((uint8_t *)(p + 1) <= home->addr);
+	rxp_pktpool_get_stats(pp, &st);
+	assert_int_equal(st.pkts.alloc, 0);
+	assert_int_equal(st.embedded_alloc, 1);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 1);
+
+	/* Its head moves (linearizing past the buffer): the old head stays
+	 * held, as the metadata's home, until the packet goes. */
+	addfrag(p, 3000, 21, 100);
+	assert_int_equal(rxp_pkt_linearize(p), 0);
+	assert_ptr_not_equal(p->head_page, home);
+	assert_true(p->flags & RXP_PKT_F_HOMEREF);
+	assert_int_equal(rxp_page_refcount(home), 1);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 2);
+	check_bytes(p, 21, 0);
+	rxp_pkt_consume(p);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 0);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 0);
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+
+	/* A clone outlives it: the clone's metadata is apart, and its head
+	 * reference keeps the slot (with the dead metadata) alive. */
+	p = mkpkt(pp, 300, 22);
+	c = rxp_pkt_clone(p);
+	assert_non_null(c);
+	assert_false(c->flags & (RXP_PKT_F_EMBED | RXP_PKT_F_HOMEREF));
+	rxp_pkt_consume(p);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 1);
+	check_bytes(c, 22, 0);
+	rxp_pkt_consume(c);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 0);
+
+	/* Its data taken by another packet: the slot goes with the frag, and
+	 * the taker's truesize carries all of it, metadata included. */
+	to = mkpkt(pp, 1800, 23);
+	p = mkpkt(pp, 1000, 23 + 1800 * 131u);
+	home = p->head_page;
+	ts = to->truesize + p->truesize;
+	assert_int_equal(rxp_pkt_try_coalesce(to, p), RXP_COALESCE_STOLEN);
+	assert_ptr_equal(to->frags[0].page, home);
+	assert_int_equal(to->truesize, ts);
+	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 2);
+	check_bytes(to, 23, 0);
+
+	/* and one whose head had moved: its own hold on its slot goes with
+	 * it, and the truesize it passes on is without its metadata */
+	p = mkpkt(pp, 100, 23 + 2800 * 131u);
+	addfrag(p, 2000, 23, 2900);
+	assert_int_equal(rxp_pkt_linearize(p), 0);
+	assert_true(p->flags & RXP_PKT_F_HOMEREF);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 4);
+	ts = to->truesize + p->truesize - RXP_PKT_META_TRUESIZE;
+	assert_int_equal(rxp_pkt_try_coalesce(to, p), RXP_COALESCE_STOLEN);
+	assert_int_equal(to->truesize, ts);
+	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 3);
+	assert_int_equal(to->len, 4900);
+	check_bytes(to, 23, 0);
+	rxp_pkt_consume(to);
+	rxp_pktpool_get_stats(pp, &st);
+	assert_int_equal(st.embedded_alloc, st.embedded_free);
 	rxpt_pktpool_teardown(pp);
 }
 
@@ -551,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_chain_empty_consumed),
 		cmocka_unit_test(test_build_and_drop_counts),
 		cmocka_unit_test(test_exhaustion),
+		cmocka_unit_test(test_embedded_lifetimes),
 		cmocka_unit_test(test_queue),
 		cmocka_unit_test(test_csum_odd_boundaries),
 		cmocka_unit_test(test_csum_partial_reference),

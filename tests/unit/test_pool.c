@@ -797,15 +797,26 @@ static void test_leak_report_catches_injected_leak(void **state)
 	rxp_set_log(NULL, NULL);
 	assert_non_null(strstr(logbuf, "1 of 64 objects leaked"));
 
-	/* and through a packet pool: a forgotten packet is reported */
-	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){.n_pkts = 16});
-	struct rxp_pkt *pkt = rxp_pkt_alloc(pp, 10);
-	assert_non_null(pkt);
-	assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
-	assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 1);
-	assert_int_equal(rxp_pktpool_leak_report(pp, NULL), 2);
-	rxp_pkt_consume(pkt);
-	rxpt_pktpool_teardown(pp);
+	/* and through a packet pool: a forgotten packet is reported, as one
+	 * object (its buffer's slot, which holds its metadata) or, with the
+	 * metadata apart, two */
+	for (int apart = 0; apart < 2; apart++) {
+		if (apart)
+			setenv("RXP_PKT_META_APART", "1", 1);
+		else
+			unsetenv("RXP_PKT_META_APART");
+		struct rxp_pktpool *pp =
+			rxp_pktpool_create(&(struct rxp_pktpool_config){.n_pkts = 16});
+		unsetenv("RXP_PKT_META_APART");
+		assert_non_null(pp);
+		struct rxp_pkt *pkt = rxp_pkt_alloc(pp, 10);
+		assert_non_null(pkt);
+		assert_int_equal(rxp_pktpool_pkts_outstanding(pp), 1);
+		assert_int_equal(rxp_pktpool_bufs_outstanding(pp), 1);
+		assert_int_equal(rxp_pktpool_leak_report(pp, NULL), apart ? 2 : 1);
+		rxp_pkt_consume(pkt);
+		rxpt_pktpool_teardown(pp);
+	}
 }
 
 /* ---- packets freed on another thread go home through the deferred list ---- */
@@ -824,13 +835,20 @@ static void *free_pkts(void *arg)
 	return NULL;
 }
 
-static void test_pkt_remote_free(void **state)
+static void remote_free(bool apart)
 {
-	struct rxp_pktpool *pp = rxp_pktpool_create(&(struct rxp_pktpool_config){.n_pkts = 512});
+	struct rxp_pktpool *pp;
 	struct rxp_pkt_queue q;
 	struct rxp_pktpool_stats st;
 	pthread_t t;
 
+	if (apart)
+		setenv("RXP_PKT_META_APART", "1", 1);
+	else
+		unsetenv("RXP_PKT_META_APART");
+	pp = rxp_pktpool_create(&(struct rxp_pktpool_config){.n_pkts = 512});
+	unsetenv("RXP_PKT_META_APART");
+	assert_non_null(pp);
 	pool_of_q = pp;
 	rxp_pkt_queue_init(&q);
 	for (int i = 0; i < 100; i++) {
@@ -843,12 +861,22 @@ static void test_pkt_remote_free(void **state)
 	assert_int_equal(pthread_create(&t, NULL, free_pkts, &q), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	rxp_pktpool_get_stats(pp, &st);
-	/* metadata and head buffers both went to our deferred lists */
-	assert_int_equal(st.pkts.deferred + st.pkts.defer_overflow, 100);
+	/* head buffers went to our deferred lists, and the metadata with
+	 * them: inside them, or to its own list */
+	assert_int_equal(st.pkts.deferred + st.pkts.defer_overflow, apart ? 100 : 0);
 	assert_int_equal(st.bufs.deferred + st.bufs.defer_overflow, 100);
+	assert_int_equal(st.embedded_alloc, apart ? 0 : 100);
+	assert_int_equal(st.embedded_free, apart ? 0 : 100);
 	assert_int_equal(st.consumed, 100);
 	assert_true(rxp_pktpool_drain_deferred(pp) > 0);
 	rxpt_pktpool_teardown(pp);
+}
+
+static void test_pkt_remote_free(void **state)
+{
+	(void)state;
+	remote_free(false);
+	remote_free(true);
 }
 
 /* Review D2: a bulk get whose refill drains the deferred ring first must

@@ -159,6 +159,29 @@ rxp_pool_take_pair_(struct rxp_pool *a, struct rxp_pool *b, unsigned tid, void *
 	return false;
 }
 
+/* rxp_pool_take_pair_ for one pool: an object from this thread's cache
+ * (true), or nothing (false: the cache is empty, or an RXP_DEBUG build). */
+static inline __attribute__((always_inline)) bool rxp_pool_take_one_(struct rxp_pool *a,
+								     unsigned tid, void **oa)
+{
+#ifndef RXP_DEBUG
+	struct rxp_pool_cache_ *ca = rxp_pool_cache_(a, tid);
+	uint32_t la = ca->len;
+
+	if (__builtin_expect(la != 0, 1)) {
+		ca->len = la - 1;
+		*oa = ca->objs[la - 1];
+		ca->alloc++;
+		return true;
+	}
+#else
+	(void)a;
+	(void)tid;
+	(void)oa;
+#endif
+	return false;
+}
+
 static inline int rxp_pool_get_bulk_inline_(struct rxp_pool *pool, void **objs, unsigned n,
 					    const char *file, int line)
 {
