@@ -41,7 +41,8 @@ static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid);
 /* An embedded packet: its data references go, then its home's (the head
  * reference while the head is home), which may free the slot holding pkt,
  * so everything is read first. */
-static __attribute__((noinline)) void pkt_free_embedded(struct rxp_pkt *pkt, unsigned tid)
+static inline __attribute__((always_inline)) void pkt_free_embedded(struct rxp_pkt *pkt,
+								    unsigned tid)
 {
 	struct rxp_page *head = pkt->head_page;
 	bool homeref = pkt->flags & RXP_PKT_F_HOMEREF;

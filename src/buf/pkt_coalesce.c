@@ -213,10 +213,12 @@ static inline bool frag_as_is(const struct rxp_pkt *p, const struct rxp_pktpool 
  * of truesize more, and the ns shells whose data became frags are freed:
  * those with metadata apart go back to pool in one batch, the embedded
  * ones stay in the slots their heads, now to's frags, hold (but for a
- * reference of their own on the slot, which goes). */
+ * reference of their own on the slot, which goes). fall and fany are the
+ * shells' flags ANDed and ORed: when all are embedded at home, as every
+ * fragment read from a capture is, no shell is looked at again. */
 static inline __attribute__((always_inline)) void
 frags_taken(struct rxp_pkt *to, struct rxp_pktpool *pool, void **shells, unsigned ns, unsigned nf,
-	    uint32_t len, uint32_t ts)
+	    uint32_t len, uint32_t ts, uint8_t fall, uint8_t fany)
 {
 	unsigned tid = rxp_thread_id(), napart = 0;
 
@@ -227,6 +229,10 @@ frags_taken(struct rxp_pkt *to, struct rxp_pktpool *pool, void **shells, unsigne
 	to->data_len += len;
 	to->truesize += ts;
 	pktpool_stat_add(tid, &pool->stats[tid].consumed, ns);
+	if (rxp_likely((fall & RXP_PKT_F_EMBED) && !(fany & RXP_PKT_F_HOMEREF))) {
+		pktpool_stat_add(tid, &pool->stats[tid].embed_free, ns);
+		return;
+	}
 	for (unsigned i = 0; i < ns; i++) {
 		struct rxp_pkt *p = shells[i];
 
@@ -257,6 +263,7 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 	uint32_t len = 0, ts = 0;
 	unsigned pos = n - 1;
 	bool at_to = false;
+	uint8_t fall = 0xff, fany = 0;
 
 	if (n < 2 || n - 1 > RXP_MAX_FRAGS || (to->data_len | to->nr_frags) || to->frag_list ||
 	    rxp_pkt_cloned(to))
@@ -281,6 +288,8 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 			pos--;
 			to->frags[pos] = (struct rxp_frag){pg, off, plen};
 			shells[pos] = p;
+			fall &= p->flags;
+			fany |= p->flags;
 			len += plen;
 			ts += pkt_stolen_truesize(p, true);
 			npg = pg;
@@ -293,7 +302,7 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 		return false;
 	/* (the shells' next is stale: a packet's first line is cleared
 	 * when it is allocated) */
-	frags_taken(to, pool, shells, n - 1, n - 1, len, ts);
+	frags_taken(to, pool, shells, n - 1, n - 1, len, ts, fall, fany);
 	return true;
 }
 
@@ -316,6 +325,7 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
 		void *shells[RXP_MAX_FRAGS];
 		unsigned ns = 0, nf = to->nr_frags;
 		uint32_t len = 0, ts = 0;
+		uint8_t fall = 0xff, fany = 0;
 		/* What the loop tests against, in registers: the tailroom a
 		 * first packet could be copied into (none once one is a frag),
 		 * and where to's last frag ends (no page: none yet). */
@@ -337,12 +347,14 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
 			len += plen;
 			ts += pkt_stolen_truesize(p, true);
 			shells[ns++] = p;
+			fall &= p->flags;
+			fany |= p->flags;
 			room = 0;
 			lpg = pg;
 			lend = off + plen;
 		}
 		if (ns)
-			frags_taken(to, pool, shells, ns, nf, len, ts);
+			frags_taken(to, pool, shells, ns, nf, len, ts, fall, fany);
 	}
 	for (; p; p = pn) {
 		pn = p->next;
