@@ -167,7 +167,6 @@ static inline struct rxp_pkt *embed_init(struct rxp_pktpool *pp, struct rxp_page
 	/* charged as a packet of two objects is: the pool's padding aside,
 	 * the same bytes */
 	pkt->truesize = RXP_PKT_META_TRUESIZE + PKTPOOL_BUF_HDR + bs;
-	pktpool_stat_add(tid, &pp->stats[tid].embed_alloc, 1);
 	return pkt;
 }
 

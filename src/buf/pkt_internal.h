@@ -11,7 +11,11 @@
 struct pktpool_tstats {
 	uint64_t drops[RXP_DROP_MAX];
 	uint64_t consumed;
-	uint64_t embed_alloc, embed_free; /* packets with their metadata in the slot */
+	/* Packets with their metadata in their slot that were freed, and
+	 * small buffers taken without a packet in them (expand_head's):
+	 * the small pool's gets less the second are the packets made, so
+	 * that making one counts nothing here. */
+	uint64_t embed_free, plain_small;
 } __rxp_cache_aligned;
 
 /* What a head buffer's header is made from when its pool carves it (which

@@ -137,6 +137,8 @@ size_t rxp_pktpool_destroy(struct rxp_pktpool *pp)
 
 void rxp_pktpool_get_stats(const struct rxp_pktpool *pp, struct rxp_pktpool_stats *st)
 {
+	uint64_t plain = 0;
+
 	memset(st, 0, sizeof(*st));
 	rxp_pool_get_stats(pp->meta, &st->pkts);
 	rxp_pool_get_stats(pp->bufs, &st->bufs);
@@ -145,25 +147,21 @@ void rxp_pktpool_get_stats(const struct rxp_pktpool *pp, struct rxp_pktpool_stat
 		for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 			st->drops[r] += __atomic_load_n(&pp->stats[t].drops[r], __ATOMIC_RELAXED);
 		st->consumed += __atomic_load_n(&pp->stats[t].consumed, __ATOMIC_RELAXED);
-		st->embedded_alloc += __atomic_load_n(&pp->stats[t].embed_alloc, __ATOMIC_RELAXED);
 		st->embedded_free += __atomic_load_n(&pp->stats[t].embed_free, __ATOMIC_RELAXED);
+		plain += __atomic_load_n(&pp->stats[t].plain_small, __ATOMIC_RELAXED);
 	}
-}
-
-static uint64_t embedded_outstanding(const struct rxp_pktpool *pp)
-{
-	uint64_t a = 0, f = 0;
-
-	for (unsigned t = 0; t <= RXP_MAX_THREADS; t++) {
-		a += __atomic_load_n(&pp->stats[t].embed_alloc, __ATOMIC_RELAXED);
-		f += __atomic_load_n(&pp->stats[t].embed_free, __ATOMIC_RELAXED);
-	}
-	return a - f;
+	if (pp->buf_init.meta)
+		st->embedded_alloc = st->bufs.alloc - plain;
 }
 
 uint64_t rxp_pktpool_pkts_outstanding(const struct rxp_pktpool *pp)
 {
-	return rxp_pool_outstanding(pp->meta) + embedded_outstanding(pp);
+	struct rxp_pktpool_stats st;
+
+	if (!pp->buf_init.meta)
+		return rxp_pool_outstanding(pp->meta);
+	rxp_pktpool_get_stats(pp, &st);
+	return st.pkts.outstanding + st.embedded_alloc - st.embedded_free;
 }
 
 uint64_t rxp_pktpool_bufs_outstanding(const struct rxp_pktpool *pp)
@@ -227,8 +225,13 @@ struct rxp_page *pktpool_buf_get(struct rxp_pktpool *pp, uint32_t need, const ch
 	else
 		return NULL;
 	pg = rxp_pool_get_at(p, file, line);
-	if (rxp_unlikely(!pg && p == pp->bufs))
+	if (pg && p == pp->bufs && pp->buf_init.meta) {
+		unsigned tid = rxp_thread_id();
+
+		pktpool_stat_add(tid, &pp->stats[tid].plain_small, 1);
+	} else if (rxp_unlikely(!pg && p == pp->bufs)) {
 		pg = rxp_pool_get_at(pp->large, file, line); /* fall back to a large one */
+	}
 	if (pg)
 		rxp_page_set_refcount(pg, 1);
 	return pg;
