@@ -35,8 +35,10 @@ void run_live_line(const struct totals *t, const struct totals *prev, double el,
 		(double)(t->w.datagrams - prev->w.datagrams) / dt,
 		(double)(t->w.messages - prev->w.messages) / dt,
 		(unsigned long long)run_drops_total(t),
-		(unsigned long long)(t->pool.pkts.outstanding + t->pool.embedded_alloc -
-				     t->pool.embedded_free),
+		(unsigned long long)(t->pool.pkts.outstanding +
+				     (t->pool.embedded_alloc > t->pool.embedded_free
+					      ? t->pool.embedded_alloc - t->pool.embedded_free
+					      : 0)),
 		(unsigned long long)t->dev.pp_outstanding);
 }
 

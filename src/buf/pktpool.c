@@ -150,7 +150,8 @@ void rxp_pktpool_get_stats(const struct rxp_pktpool *pp, struct rxp_pktpool_stat
 		st->embedded_free += __atomic_load_n(&pp->stats[t].embed_free, __ATOMIC_RELAXED);
 		plain += __atomic_load_n(&pp->stats[t].plain_small, __ATOMIC_RELAXED);
 	}
-	if (pp->buf_init.meta)
+	/* (read while other threads run, the counts may be a get apart) */
+	if (pp->buf_init.meta && st->bufs.alloc > plain)
 		st->embedded_alloc = st->bufs.alloc - plain;
 }
 
@@ -161,7 +162,8 @@ uint64_t rxp_pktpool_pkts_outstanding(const struct rxp_pktpool *pp)
 	if (!pp->buf_init.meta)
 		return rxp_pool_outstanding(pp->meta);
 	rxp_pktpool_get_stats(pp, &st);
-	return st.pkts.outstanding + st.embedded_alloc - st.embedded_free;
+	return st.pkts.outstanding +
+	       (st.embedded_alloc > st.embedded_free ? st.embedded_alloc - st.embedded_free : 0);
 }
 
 uint64_t rxp_pktpool_bufs_outstanding(const struct rxp_pktpool *pp)
