@@ -37,6 +37,7 @@
 /* Freeing reads this thread's id once per packet and hands it down
  * (pkt_page_put_many_tid puts a packet pool's head buffer back inline). */
 static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid);
+static inline void pkt_release_frags(struct rxp_pkt *pkt, unsigned tid);
 
 /* An embedded packet: its data references go, then its home's (the head
  * reference while the head is home), which may free the slot holding pkt,
@@ -48,8 +49,7 @@ static inline __attribute__((always_inline)) void pkt_free_embedded(struct rxp_p
 	bool homeref = pkt->flags & RXP_PKT_F_HOMEREF;
 
 	pktpool_stat_add(tid, &pkt->pool->stats[tid].embed_free, 1);
-	pkt->head_page = NULL;
-	pkt_release_data(pkt, tid);
+	pkt_release_frags(pkt, tid);
 	if (head)
 		pkt_page_put_many_tid(head, 1, tid);
 	if (homeref)
@@ -94,7 +94,8 @@ static void frags_put(const struct rxp_frag *f, unsigned n, unsigned tid)
 	}
 }
 
-static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid)
+/* The references beyond the head: the frags' and the frag_list's. */
+static inline void pkt_release_frags(struct rxp_pkt *pkt, unsigned tid)
 {
 	/* Read the fragment array only for multi-buffer packets (thread 002:
 	 * touching it for every packet cost a cache miss). */
@@ -102,6 +103,11 @@ static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid)
 		frags_put(pkt->frags, pkt->nr_frags, tid);
 		frag_list_free(pkt->frag_list, tid);
 	}
+}
+
+static void pkt_release_data(struct rxp_pkt *pkt, unsigned tid)
+{
+	pkt_release_frags(pkt, tid);
 	if (pkt->head_page)
 		pkt_page_put_many_tid(pkt->head_page, 1, tid);
 }

@@ -115,16 +115,36 @@ static inline uint16_t rxp_pool_owner_hdr_(const void *obj)
 	return *(const uint16_t *)(const void *)((const char *)obj - RXP_POOL_OWNER_AT_);
 }
 
-static inline void *rxp_pool_get_inline_(struct rxp_pool *pool, const char *file, int line)
+/* An object from this thread's cache (tid: rxp_thread_id()), true, or
+ * nothing, false: the cache is empty, or an RXP_DEBUG build (whose
+ * callers take the tracked calls). */
+static inline __attribute__((always_inline)) bool rxp_pool_take_one_(struct rxp_pool *a,
+								     unsigned tid, void **oa)
 {
 #ifndef RXP_DEBUG
-	struct rxp_pool_cache_ *c = rxp_pool_cache_(pool, rxp_thread_id());
+	struct rxp_pool_cache_ *ca = rxp_pool_cache_(a, tid);
+	uint32_t la = ca->len;
 
-	if (__builtin_expect(c->len != 0, 1)) {
-		c->alloc++;
-		return c->objs[--c->len];
+	if (__builtin_expect(la != 0, 1)) {
+		ca->len = la - 1;
+		*oa = ca->objs[la - 1];
+		ca->alloc++;
+		return true;
 	}
+#else
+	(void)a;
+	(void)tid;
+	(void)oa;
 #endif
+	return false;
+}
+
+static inline void *rxp_pool_get_inline_(struct rxp_pool *pool, const char *file, int line)
+{
+	void *o;
+
+	if (rxp_pool_take_one_(pool, rxp_thread_id(), &o))
+		return o;
 	return rxp_pool_get_at(pool, file, line);
 }
 
@@ -155,29 +175,6 @@ rxp_pool_take_pair_(struct rxp_pool *a, struct rxp_pool *b, unsigned tid, void *
 	(void)tid;
 	(void)oa;
 	(void)ob;
-#endif
-	return false;
-}
-
-/* rxp_pool_take_pair_ for one pool: an object from this thread's cache
- * (true), or nothing (false: the cache is empty, or an RXP_DEBUG build). */
-static inline __attribute__((always_inline)) bool rxp_pool_take_one_(struct rxp_pool *a,
-								     unsigned tid, void **oa)
-{
-#ifndef RXP_DEBUG
-	struct rxp_pool_cache_ *ca = rxp_pool_cache_(a, tid);
-	uint32_t la = ca->len;
-
-	if (__builtin_expect(la != 0, 1)) {
-		ca->len = la - 1;
-		*oa = ca->objs[la - 1];
-		ca->alloc++;
-		return true;
-	}
-#else
-	(void)a;
-	(void)tid;
-	(void)oa;
 #endif
 	return false;
 }
