@@ -147,16 +147,20 @@ static inline struct rxp_pkt *meta_get(struct rxp_pktpool *pp, const char *file,
 }
 
 /* The head is [pg->addr + off, + size), data and tail at data_off in it. */
-static void set_head(struct rxp_pkt *pkt, struct rxp_page *pg, uint32_t off, uint32_t size,
-		     uint32_t data_off)
+static inline void set_head_at(struct rxp_pkt *pkt, struct rxp_page *pg, uint8_t *head,
+			       uint32_t off, uint32_t size, uint32_t data_off)
 {
-	uint8_t *head = pg->addr + off;
-
 	pkt->head_page = pg;
 	pkt->head = head;
 	pkt->page_bias = off - (uint32_t)(uintptr_t)head;
 	pkt->end = head + size;
 	pkt->data = pkt->tail = head + data_off;
+}
+
+static void set_head(struct rxp_pkt *pkt, struct rxp_page *pg, uint32_t off, uint32_t size,
+		     uint32_t data_off)
+{
+	set_head_at(pkt, pg, pg->addr + off, off, size, data_off);
 }
 
 /* A small head buffer's slot made into a packet whose metadata it holds:
@@ -169,7 +173,8 @@ static inline struct rxp_pkt *embed_init(struct rxp_pktpool *pp, struct rxp_page
 	rxp_page_set_refcount(pg, 1);
 	meta_init(pkt, pp, tid);
 	pkt->flags = RXP_PKT_F_EMBED;
-	set_head(pkt, pg, 0, bs, hr);
+	/* the buffer's bytes follow the metadata (pg->addr, not read) */
+	set_head_at(pkt, pg, (uint8_t *)pkt + PKTPOOL_META_SZ, 0, bs, hr);
 	/* charged as a packet of two objects is: the pool's padding aside,
 	 * the same bytes */
 	pkt->truesize = RXP_PKT_META_TRUESIZE + PKTPOOL_BUF_HDR + bs;
@@ -217,17 +222,16 @@ static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uin
  * handover's get loop went from 111.6 to 80.6 instructions per packet,
  * callgrind, with the two objects). Anything else, and RXP_DEBUG builds,
  * take alloc_headroom. */
-struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line)
+/* rxp_pkt_alloc_at's fast path for a pool of two-object packets
+ * (RXP_PKT_META_APART), out of line: the one-object path keeps its
+ * registers. */
+static __attribute__((noinline)) struct rxp_pkt *
+alloc_apart(struct rxp_pktpool *pp, uint32_t size, unsigned tid, const char *file, int line)
 {
-	unsigned tid = rxp_thread_id();
-	uint32_t hr = pp->headroom, bs = pp->buf_size; /* read once: pkt may alias */
+	uint32_t hr = pp->headroom, bs = pp->buf_size;
 	void *m, *b;
 
-	if (rxp_likely(pp->buf_init.meta != 0)) {
-		if (rxp_likely((uint64_t)size + hr <= bs) && rxp_pool_take_one_(pp->bufs, tid, &b))
-			return embed_init(pp, b, tid, bs, hr);
-	} else if (rxp_likely((uint64_t)size + hr <= bs) &&
-		   rxp_pool_take_pair_(pp->meta, pp->bufs, tid, &m, &b)) {
+	if (rxp_pool_take_pair_(pp->meta, pp->bufs, tid, &m, &b)) {
 		struct rxp_pkt *pkt = m;
 		struct rxp_page *pg = b;
 
@@ -237,6 +241,22 @@ struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const ch
 		set_head(pkt, pg, 0, bs, hr);
 		pkt->truesize = RXP_PKT_META_TRUESIZE + PKTPOOL_BUF_HDR + bs;
 		return pkt;
+	}
+	return alloc_headroom(pp, size, hr, file, line);
+}
+
+struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line)
+{
+	int t = rxp_tid_; /* a thread still without its id: the slow path */
+	uint32_t hr = pp->headroom, bs = pp->buf_size; /* read once: pkt may alias */
+	void *b;
+
+	/* (no call on this path, so no registers to save around one) */
+	if (rxp_likely(t >= 0) && rxp_likely((uint64_t)size + hr <= bs)) {
+		if (rxp_unlikely(pp->buf_init.meta == 0))
+			return alloc_apart(pp, size, (unsigned)t, file, line);
+		if (rxp_pool_take_one_(pp->bufs, (unsigned)t, &b))
+			return embed_init(pp, b, (unsigned)t, bs, hr);
 	}
 	return alloc_headroom(pp, size, hr, file, line);
 }
