@@ -214,14 +214,6 @@ static struct rxp_pkt *alloc_headroom(struct rxp_pktpool *pp, uint32_t size, uin
 	return pkt;
 }
 
-/* The common case in one piece, for a driver's or a reader's every
- * packet: a small head buffer's slot (with the metadata in it) or, with
- * RXP_PKT_META_APART, metadata and a small head buffer, from this thread's
- * caches, its id read once and no call (alloc_headroom reads the id per
- * pool and chooses the buffer's pool out of line; the reassembly
- * handover's get loop went from 111.6 to 80.6 instructions per packet,
- * callgrind, with the two objects). Anything else, and RXP_DEBUG builds,
- * take alloc_headroom. */
 /* rxp_pkt_alloc_at's fast path for a pool of two-object packets
  * (RXP_PKT_META_APART), out of line: the one-object path keeps its
  * registers. */
@@ -245,6 +237,14 @@ alloc_apart(struct rxp_pktpool *pp, uint32_t size, unsigned tid, const char *fil
 	return alloc_headroom(pp, size, hr, file, line);
 }
 
+/* The common case in one piece, for a driver's or a reader's every
+ * packet: a small head buffer's slot, with the metadata in it, from this
+ * thread's cache, its id read once and no call (alloc_headroom reads the
+ * id per pool and chooses the buffer's pool out of line; the reassembly
+ * handover's get loop, callgrind, per packet: 111.6 instructions, 80.6
+ * with this path for two objects, 66.6 for one). RXP_PKT_META_APART pools
+ * take alloc_apart; anything else, a thread's first packet and RXP_DEBUG
+ * builds take alloc_headroom. */
 struct rxp_pkt *rxp_pkt_alloc_at(struct rxp_pktpool *pp, uint32_t size, const char *file, int line)
 {
 	int t = rxp_tid_; /* a thread still without its id: the slow path */
