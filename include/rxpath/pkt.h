@@ -65,6 +65,11 @@ enum {
 	RXP_PKT_F_HOMEREF = 1 << 3,
 };
 
+/* How far before an embedded packet its slot's page header lies: the head
+ * buffer it was made with, which is still its head while the packet is at
+ * home, (flags & (EMBED | HOMEREF)) == EMBED. */
+#define RXP_PKT_HOME_OFF RXP_ALIGN_UP(sizeof(struct rxp_page), (size_t)RXP_CACHELINE)
+
 struct rxp_pkt {
 	/* First cache line: what the hot path reads, and all that freeing a
 	 * linear packet or moving its bytes into another packet (coalescing,
@@ -172,6 +177,13 @@ static inline bool rxp_pkt_is_linear(const struct rxp_pkt *p)
 static inline bool rxp_pkt_cloned(const struct rxp_pkt *p)
 {
 	return p->flags & RXP_PKT_F_CLONED;
+}
+
+/* Whether p's metadata is in its head buffer's slot, that buffer still its
+ * head: its page header is then RXP_PKT_HOME_OFF bytes before p. */
+static inline bool rxp_pkt_at_home(const struct rxp_pkt *p)
+{
+	return (p->flags & (RXP_PKT_F_EMBED | RXP_PKT_F_HOMEREF)) == RXP_PKT_F_EMBED;
 }
 
 /* Empty packet only: move data and tail len bytes on. */
@@ -308,6 +320,20 @@ void rxp_pkt_coalesce_list(struct rxp_pkt *to, struct rxp_pkt *list, struct rxp_
  * (to's frag slots past nr_frags may have been written). */
 bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, unsigned nruns,
 			   unsigned n);
+
+/* The same outcome from what a reassembler noted of each packet when it
+ * took it, without reading them: pkts[0..n) follow to in this order, each
+ * linear (no frags), of to's pool and at home (rxp_pkt_at_home), its data
+ * size[k] bytes at offset doff[k] of its head buffer; len is the sum of
+ * size[] and ts of the packets' truesize. When to is linear, has no frag,
+ * frag_list or clone, room for n frags and not for size[0] in its tailroom
+ * (which rxp_pkt_coalesce_list would copy into), their head buffers become
+ * its frags and true is returned; their metadata stays in those buffers.
+ * Otherwise false, and nothing has changed (to's frag slots past nr_frags
+ * may have been written). RXP_DEBUG builds check each note against its
+ * packet. */
+bool rxp_pkt_coalesce_homes(struct rxp_pkt *to, struct rxp_pkt *const *pkts, const uint32_t *doff,
+			    const uint32_t *size, unsigned n, uint32_t len, uint32_t ts);
 
 /* Append from to to's frag_list as is, keeping its boundaries (forwarding);
  * an empty from is consumed instead (frag_list members are never empty).

@@ -8,9 +8,11 @@
  * from is consumed on every path and to's len, data_len and truesize
  * include everything it now holds (frag_list members included).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rxpath/compiler.h"
+#include "rxpath/log.h"
 #include "rxpath/pkt.h"
 #include "buf/pkt_internal.h"
 
@@ -303,6 +305,52 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
 	/* (the shells' next is stale: a packet's first line is cleared
 	 * when it is allocated) */
 	frags_taken(to, pool, shells, n - 1, n - 1, len, ts, fall, fany);
+	return true;
+}
+
+#ifdef RXP_DEBUG
+/* What rxp_pkt_coalesce_homes is told, checked against the packets. */
+static void homes_check(const struct rxp_pkt *to, struct rxp_pkt *const *pkts, const uint32_t *doff,
+			const uint32_t *size, unsigned n, uint32_t len, uint32_t ts)
+{
+	uint32_t l = 0, t = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		const struct rxp_pkt *p = pkts[k];
+
+		if (!rxp_pkt_at_home(p) || p->pool != to->pool || !frag_as_is(p, to->pool) ||
+		    p->head_page != pkt_home(p) || rxp_pkt_data_page_off(p) != doff[k] ||
+		    p->len != size[k] || !size[k] || p == to) {
+			rxp_log(RXP_LOG_ERR,
+				"rxp_pkt_coalesce_homes: note %u of %u is not its packet", k, n);
+			abort();
+		}
+		l += size[k];
+		t += pkt_stolen_truesize(p, true);
+	}
+	if (l != len || t != ts) {
+		rxp_log(RXP_LOG_ERR, "rxp_pkt_coalesce_homes: %u bytes, %u truesize noted; %u, %u",
+			len, ts, l, t);
+		abort();
+	}
+}
+#endif
+
+bool rxp_pkt_coalesce_homes(struct rxp_pkt *to, struct rxp_pkt *const *pkts, const uint32_t *doff,
+			    const uint32_t *size, unsigned n, uint32_t len, uint32_t ts)
+{
+	if (!n || n > RXP_MAX_FRAGS)
+		return false;
+#ifdef RXP_DEBUG
+	homes_check(to, pkts, doff, size, n, len, ts); /* (also those refused below) */
+#endif
+	if ((to->data_len | to->nr_frags) || to->frag_list || rxp_pkt_cloned(to) ||
+	    size[0] <= (uint32_t)(to->end - to->tail))
+		return false;
+	for (unsigned k = 0; k < n; k++)
+		to->frags[k] = (struct rxp_frag){pkt_home(pkts[k]), doff[k], size[k]};
+	/* (all embedded at home: no shell is looked at) */
+	frags_taken(to, to->pool, NULL, n, n, len, ts, RXP_PKT_F_EMBED, 0);
 	return true;
 }
 

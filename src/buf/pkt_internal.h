@@ -57,6 +57,7 @@ static inline void pktpool_stat_add(unsigned tid, uint64_t *c, uint64_t n)
 #define PKTPOOL_META_SZ ((uint32_t)RXP_ALIGN_UP(sizeof(struct rxp_pkt), (size_t)RXP_CACHELINE))
 
 /* An embedded packet's slot, as a page: its head buffer when it was made. */
+_Static_assert(RXP_PKT_HOME_OFF == PKTPOOL_BUF_HDR, "rxpath/pkt.h says where the home page is");
 static inline struct rxp_page *pkt_home(const struct rxp_pkt *pkt)
 {
 	return (struct rxp_page *)(void *)((uint8_t *)(uintptr_t)pkt - PKTPOOL_BUF_HDR);

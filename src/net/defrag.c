@@ -182,6 +182,28 @@ static inline __attribute__((always_inline)) bool ends_ok(struct dfr_queue *q, u
 	return !bad && end != off;
 }
 
+/* pkt, payload [off, end) with its header pulled, is q's fragment number
+ * q->nfrags (< DFR_PF): noted in line 6, so that completion can take it
+ * without reading it when it is a packet at home of the table's home pool,
+ * holding just that payload, linear. */
+static inline __attribute__((always_inline)) void dfr_note_frag(const struct rxp_defrag_table *t,
+								struct dfr_queue *q,
+								struct rxp_pkt *pkt, uint32_t off,
+								uint32_t end)
+{
+	const unsigned i = q->nfrags;
+	/* zero when it is at home in the home pool, linear, just the payload
+	 * (one test: which fragments are is not known to the branch) */
+	const uint64_t away =
+		(uint64_t)((pkt->flags & (RXP_PKT_F_EMBED | RXP_PKT_F_HOMEREF)) ^ RXP_PKT_F_EMBED) |
+		((uintptr_t)pkt->pool ^ (uintptr_t)t->home_pool) | pkt->data_len | pkt->nr_frags |
+		(pkt->len ^ (end - off));
+
+	q->pf[i] = pkt;
+	q->fdoff[i] = rxp_pkt_data_page_off(pkt);
+	q->foff[i] = (uint16_t)(off / 8u | (away ? DFR_FOFF_AWAY : 0));
+}
+
 /* pkt, of tsize bytes, payload [off, end) behind hdrlen header bytes, is
  * now q's: the queue's accounting, its typical gap, and what the first
  * fragment (nhoff, nexthdr: IPv6) and the largest one tell. watch: the
@@ -194,10 +216,8 @@ account(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt, ui
 {
 	uint32_t seq = (uint32_t)t->seq, flen = end - off;
 
-	if (q->nfrags < DFR_PF) {
-		q->pf[q->nfrags] = pkt;
-		q->pg[q->nfrags] = pkt->head_page;
-	}
+	if (q->nfrags < DFR_PF)
+		dfr_note_frag(t, q, pkt, off, end);
 	if (!watch) {
 		/* dfr_gap_note's part that does not watch: the fast path
 		 * runs only while the table does not */
@@ -296,8 +316,11 @@ frag_in(struct rxp_defrag_table *t, struct rxp_pkt *pkt, const struct dfr_info *
 			return NULL;
 		}
 	}
-	if (!q)
+	if (!q) {
 		q = dfr_queue_new(t, &fi->key, h, hashed, slot, now);
+		if (rxp_unlikely(!t->home_pool))
+			t->home_pool = pkt->pool; /* (copy_out may change it: a guess) */
+	}
 	if (fi->key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now);
 	r = !ends_ok(q, fi->off, fi->end, fi->mf) ? RXP_DROP_FRAG_INVALID
@@ -584,6 +607,8 @@ fast_queue(struct rxp_defrag_table *t, struct rxp_pkt *pkt, struct dfr_queue *q,
 		if (alen < sizeof(key.addr))
 			memset(key.addr + alen, 0, sizeof(key.addr) - alen);
 		q = dfr_queue_new(t, &key, 0, false, slot, now);
+		if (rxp_unlikely(!t->home_pool))
+			t->home_pool = pkt->pool;
 	}
 	return fast_take(t, pkt, q, family == 4, f, tsize, zone, now);
 }

@@ -110,7 +110,8 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
  * runs or policy, chosen with the table) are the storage's alone. */
 #define DFR_SMALL_RUNS 8u
 #define DFR_DISPLACED UINT32_MAX /* dfr_queue.slot: in the SipHash table */
-#define DFR_PF 7u
+#define DFR_PF 8u
+#define DFR_FOFF_AWAY 0x8000u /* dfr_queue.foff: not at home */
 struct dfr_queue {
 	/* Line 0: lookup. */
 	struct dfr_queue *hnext; /* displaced: SipHash bucket chain */
@@ -148,10 +149,9 @@ struct dfr_queue {
 	/* Line 2: the first DFR_PF fragments in arrival order, so that
 	 * completion can prefetch them all at once rather than meet one
 	 * cache miss after another walking the runs (pf[0] is also the head
-	 * of a first run not yet recorded); where the offset-0 fragment's
-	 * header is, which completion rewrites. Hints, but for pf[0]. */
+	 * of a first run not yet recorded), and take them by what line 6
+	 * says of them without reading them. */
 	struct rxp_pkt *pf[DFR_PF];
-	uint8_t *hdr0;
 	/* Line 3: creation, free, max_dist, pressure, events. */
 	TAILQ_ENTRY(dfr_queue) tq; /* timer FIFO of its family; free list */
 	uint64_t born; /* t->seq when it was made: pressure's age order */
@@ -171,19 +171,26 @@ struct dfr_queue {
 	_Alignas(64) uint32_t soff[DFR_SMALL_RUNS];
 	uint32_t send[DFR_SMALL_RUNS];
 	struct rxp_pkt *stail[DFR_SMALL_RUNS];
-	/* Line 6: the head pages of pf[], so that completion asks for the
-	 * page headers (which freeing the datagram reads) with the
-	 * fragments, not after them. Hints. */
-	struct rxp_page *pg[DFR_PF];
-	struct rxp_pkt *pkt0; /* the offset-0 fragment, once here: the
-			       * result, whose second line and frag array
-			       * completion writes (a hint) */
+	/* Line 6: what each of pf[] was when it was taken, so that a
+	 * datagram of at most DFR_PF fragments completes without reading
+	 * any fragment but the first (frag_home, defrag_runs.c): its data's
+	 * offset in its head buffer, and its offset in the datagram in
+	 * 8-byte units, with DFR_FOFF_AWAY set when it is not a packet at
+	 * home in the table's home pool (dfr_note_frag). Exact, as pf[] is:
+	 * a queued fragment does not change. Then the offset-0 fragment,
+	 * once here: the result, whose second line and frag array
+	 * completion writes; and where its IP header is, which completion
+	 * rewrites (a hint). */
+	uint32_t fdoff[DFR_PF];
+	uint16_t foff[DFR_PF];
+	struct rxp_pkt *pkt0;
+	uint8_t *hdr0;
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct dfr_queue, expires) == 64, "dfr_queue line 1 starts at expires");
 _Static_assert(offsetof(struct dfr_queue, pf) == 128, "dfr_queue line 2 starts at pf");
 _Static_assert(offsetof(struct dfr_queue, tq) == 192, "dfr_queue line 3 starts at tq");
 _Static_assert(offsetof(struct dfr_queue, soff) == 256, "dfr_queue small runs start at line 4");
-_Static_assert(offsetof(struct dfr_queue, pg) == 384, "dfr_queue page hints are line 6");
+_Static_assert(offsetof(struct dfr_queue, fdoff) == 384, "dfr_queue fragment notes are line 6");
 _Static_assert(sizeof(struct dfr_queue) == 448, "dfr_queue is seven cache lines");
 #define DFR_QUEUE_HOT offsetof(struct dfr_queue, soff) /* what queue_new clears */
 
@@ -262,6 +269,10 @@ struct rxp_defrag_table {
 	 * can happen on it; 0 (never) unless the table is strict, local and
 	 * with the evicting pressure policy. */
 	uint64_t fast_mem;
+	/* The packet pool of the first fragment the table took: fragments of
+	 * it at home can be noted in their queue's line 6 (dfr_note_frag).
+	 * One pool, so that a queue's noted fragments share their pool. */
+	const struct rxp_pktpool *home_pool;
 	bool ev_frag; /* dfr_wants(t, RXP_DEFRAG_EV_FRAG): tested per fragment */
 	uint64_t seq; /* fragments seen so far (atomic ones aside): the clock of
 		       * gaps, ages and pressure's order */
@@ -461,22 +472,45 @@ static inline void dfr_mem_fall(struct rxp_defrag_table *t, uint64_t n)
  * early, costs instructions for nothing (see dfr_frag_runs). */
 #define DFR_PREFETCH_MEM (1024u * 1024u)
 
-/* Building touches every fragment's first metadata line (and the result's
- * second line and frag array), freeing the datagram their page headers,
- * and finishing it the first fragment's IP header, each long out of cache
- * with many datagrams in flight: ask for them all at once. Always inlined:
- * as a function of its own, GCC finds it free of side effects and drops the
- * call (it did, and k=8 in order lost a third of its speed). */
+/* Whether q's first n (at most DFR_PF) fragments are all noted at home
+ * (dfr_note_frag): completion can then take them without reading them. */
+static inline bool dfr_frags_home(const struct dfr_queue *q, uint32_t n)
+{
+	uint64_t w0, w1, m0, m1;
+
+	__builtin_memcpy(&w0, &q->foff[0], 8);
+	__builtin_memcpy(&w1, &q->foff[4], 8);
+	/* the DFR_FOFF_AWAY bit of each of the first n (n <= 8) */
+	m0 = n >= 4 ? 0x8000800080008000ull : ((1ull << (16 * n)) - 1) & 0x8000800080008000ull;
+	m1 = n >= 8  ? 0x8000800080008000ull
+	     : n > 4 ? ((1ull << (16 * (n - 4))) - 1) & 0x8000800080008000ull
+		     : 0;
+	return !((w0 & m0) | (w1 & m1));
+}
+
+/* Building touches every fragment (but for those noted at home, whose
+ * notes it reads instead) and the result's second line and frag array,
+ * freeing the datagram their page headers, and finishing it the first
+ * fragment's IP header, each long out of cache with many datagrams in
+ * flight: ask for them all at once. A fragment at home has its page
+ * header in the line before it (RXP_PKT_HOME_OFF), which is asked for
+ * without reading the fragment; for one not at home that line is only a
+ * guess. Always inlined: as a function of its own, GCC finds it free of
+ * side effects and drops the call (it did, and k=8 in order lost a third
+ * of its speed). */
 static inline __attribute__((always_inline)) void dfr_prefetch_frags(const struct dfr_queue *q)
 {
-	for (uint32_t i = 0; i < q->nfrags && i < DFR_PF; i++) {
-		__builtin_prefetch(q->pf[i]);
-		__builtin_prefetch(q->pg[i]);
+	const uint32_t n = q->nfrags < DFR_PF ? q->nfrags : DFR_PF;
+	const bool home = dfr_frags_home(q, n) && q->nfrags <= DFR_PF;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (!home)
+			__builtin_prefetch(q->pf[i]);
+		__builtin_prefetch((const char *)q->pf[i] - RXP_PKT_HOME_OFF);
 	}
 	if (q->flags & DFR_F_FIRST) {
 		/* The result: its header, its second line and the start of
-		 * its frag array are written; of the others, coalescing
-		 * reads the first line alone. */
+		 * its frag array are written. */
 		const char *h = (const char *)q->pkt0;
 
 		__builtin_prefetch(q->hdr0, 1);

@@ -570,10 +570,82 @@ bool dfr_runs_compare(const struct dfr_queue *q, const struct rxp_pkt *pkt, uint
 	return differ;
 }
 
+typedef int16_t dfr_v8 __attribute__((vector_size(16)));
+
+/* How many of the 16-bit lanes of v (each 0 or -1) are true. */
+static inline unsigned v8_count(dfr_v8 v)
+{
+	static const uint8_t pop4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+#ifdef __SSE2__
+	const unsigned m =
+		(unsigned)_mm_movemask_epi8(_mm_packs_epi16((__m128i)v, (__m128i)v)) & 0xffu;
+
+	return pop4[m & 15u] + pop4[m >> 4];
+#else
+	unsigned c = 0;
+
+	for (unsigned i = 0; i < 8; i++)
+		c += v[i] & 1;
+	return c;
+#endif
+}
+
+/* A datagram of n (2 to DFR_PF) fragments, all noted at home (line 6):
+ * taken as frags of head, the offset-0 fragment, in offset order, each
+ * placed by how many start below it; no fragment but head is read. False,
+ * with nothing changed, when rxp_pkt_coalesce_homes will not take them. */
+static bool frag_home(struct dfr_queue *q, struct rxp_pkt *head, unsigned n)
+{
+	struct rxp_pkt *pkts[DFR_PF];
+	uint32_t doff[DFR_PF], off[DFR_PF + 1], size[DFR_PF];
+	const dfr_v8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+	dfr_v8 o, valid;
+
+	if (n < 2 || n > DFR_PF)
+		__builtin_unreachable();
+	if (n == 2) {
+		/* the other one: its offset is head's length */
+		const unsigned i = q->pf[0] == head;
+		const uint32_t at = q->foff[i] * 8u;
+
+		size[0] = q->len - at;
+		return rxp_pkt_coalesce_homes(head, &q->pf[i], &q->fdoff[i], size, 1, size[0],
+					      q->mem - head->truesize);
+	}
+	/* (lanes past n: never below any; offsets are under 0x8000) */
+	__builtin_memcpy(&o, q->foff, sizeof(o));
+	valid = lane < (int16_t)n;
+	o = (o & valid) | (INT16_MAX & ~valid);
+	for (unsigned i = 0; i < n; i++) {
+		const uint16_t b = q->foff[i];
+		const unsigned r = v8_count(o < (int16_t)b);
+
+		/* (strict: the offsets are distinct, so r is a permutation;
+		 * r == 0 is head, which is noted too) */
+		pkts[r] = q->pf[i];
+		doff[r] = q->fdoff[i];
+		off[r] = b * 8u;
+	}
+	off[n] = q->len;
+	for (unsigned k = 1; k < n; k++)
+		size[k] = off[k + 1] - off[k];
+	return rxp_pkt_coalesce_homes(head, pkts + 1, doff + 1, size + 1, n - 1, q->len - off[1],
+				      q->mem - head->truesize);
+}
+
 static struct rxp_pkt *runs_build(struct rxp_defrag_table *t, struct dfr_queue *q)
 {
 	struct rxp_pkt *head = q->pkt0, *p, *pn, *rest;
 
+	/* A datagram of a few fragments at home, as rxp_pkt_alloc makes
+	 * them: taken from the notes, not the runs. */
+	if (!t->cfg.forward && head && q->nfrags - 2u <= DFR_PF - 2u && !q->last_run &&
+	    dfr_frags_home(q, q->nfrags) && frag_home(q, head, q->nfrags)) {
+		q->nsmall = 0;
+		q->tail = NULL;
+		rxp_pkt_push(head, q->hdrlen);
+		return head;
+	}
 	/* The usual datagram, whose runs are in the queue (small form, or
 	 * one run): coalesced in one walk of the runs. Anything that walk
 	 * does not take (it changes nothing then) goes the general way. */

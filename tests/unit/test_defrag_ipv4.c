@@ -716,6 +716,113 @@ static void test_many_fragments(void **state)
 	env_down(&e);
 }
 
+/* One datagram of n fragments fed in order ord[], fragment k carrying
+ * sizes[k] payload bytes; fragment odd_k (when below n) is made odd: a clone
+ * whose original is gone (metadata apart) when odd_pp is NULL, else from
+ * odd_pp. The result is intact and holds the fragments after the first as
+ * frags (each is larger than the first's tailroom). */
+static void notes_datagram(struct env *e, uint16_t id, const uint32_t *sizes, const uint32_t *ord,
+			   uint32_t n, uint32_t odd_k, struct rxp_pktpool *odd_pp)
+{
+	uint32_t offs[9], plen = 0;
+	struct dt4 d = {.id = id};
+	struct rxp_pkt *r = NULL;
+	uint8_t *pl;
+
+	for (uint32_t k = 0; k < n; k++) {
+		offs[k] = plen;
+		plen += sizes[k];
+	}
+	pl = dt_payload(plen, id);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = ord[i];
+		struct rxp_pkt *f;
+
+		f = dt_frag4(k == odd_k && odd_pp ? odd_pp : e->pp, &d, pl, offs[k], sizes[k],
+			     k != n - 1);
+		if (k == odd_k && !odd_pp) {
+			struct rxp_pkt *c = rxp_pkt_clone(f);
+
+			assert_non_null(c);
+			rxp_pkt_consume(f);
+			f = c;
+		}
+		assert_null(r);
+		r = rxp_defrag(e->t, f, 1);
+	}
+	assert_non_null(r);
+	check_hdr(r, plen);
+	dt_check_payload(r, 20, pl, plen);
+	if (odd_k >= n)
+		assert_int_equal(r->nr_frags, n - 1);
+	rxp_pkt_consume(r);
+	free(pl);
+}
+
+/* Datagrams of at most eight fragments made by rxp_pkt_alloc complete from
+ * what their queue noted of each fragment, without the runs: every order
+ * of 2-4 fragments of unequal sizes and random orders of 5-8, each intact
+ * with its fragments as frags in order. With one fragment a clone or from
+ * another pool (not noted at home), and with nine fragments, the runs are
+ * walked instead: the same bytes. Counters and both pools end empty. */
+static void test_taken_from_notes(void **state)
+{
+	static const uint32_t sizes[9] = {1200, 1208, 1464, 1480, 1216, 1304, 1400, 1232, 1001};
+	struct rxp_pktpool_config c2 = {.name = "dfr2", .n_pkts = 64, .n_bufs = 64, .n_large = 4};
+	struct rxp_pktpool *pp2;
+	struct rxpt_rng rng;
+	struct env e;
+	uint32_t ord[9], ndg = 0, nfr = 0;
+	uint16_t id = 1000;
+
+	rxpt_rng_seed(&rng, rxpt_seed("notes"));
+	env_up(&e, NULL);
+	pp2 = rxp_pktpool_create(&c2);
+	assert_non_null(pp2);
+	for (uint32_t n = 2; n <= 9; n++) {
+		uint32_t sz[9];
+
+		memcpy(sz, sizes + 9 - n, n * sizeof(sz[0])); /* the last is odd-sized */
+		for (uint32_t trial = 0; trial < 24; trial++) {
+			for (uint32_t i = 0; i < n; i++)
+				ord[i] = i;
+			if (n <= 4) {
+				/* the trial-th permutation (all of them for n <= 4) */
+				uint32_t x = trial;
+
+				for (uint32_t i = 0; i < n; i++) {
+					uint32_t j = i + x % (n - i), t = ord[i];
+
+					x /= n - i;
+					ord[i] = ord[j];
+					ord[j] = t;
+				}
+			} else {
+				for (uint32_t i = n - 1; i > 0; i--) {
+					uint32_t j = (uint32_t)rxpt_rng_below(&rng, i + 1),
+						 t = ord[i];
+
+					ord[i] = ord[j];
+					ord[j] = t;
+				}
+			}
+			notes_datagram(&e, id++, sz, ord, n, n <= 8 ? UINT32_MAX : 0, NULL);
+			notes_datagram(&e, id++, sz, ord, n, trial % n, NULL);
+			notes_datagram(&e, id++, sz, ord, n, (trial + 1) % n, pp2);
+			ndg += 3;
+			nfr += 3 * n;
+		}
+	}
+	struct rxp_defrag_counters ct = dt_ctr(e.t);
+	assert_int_equal(ct.ReasmOKs, ndg);
+	assert_int_equal(ct.ReasmReqds, nfr);
+	assert_int_equal(ct.ReasmFails, 0);
+	assert_int_equal(ct.queues, 0);
+	assert_int_equal(ct.mem, 0);
+	rxpt_pktpool_teardown(pp2);
+	env_down(&e);
+}
+
 /* Many datagrams in flight, fed fragment r of every datagram before
  * fragment r+1 of any (as the benchmark does), half in order and half
  * reversed: keys that differ only in id, and pairs that differ only in
@@ -851,6 +958,7 @@ int main(void)
 		cmocka_unit_test(test_fragmentsmack_churn),
 		cmocka_unit_test(test_tiny_fragment_overlap),
 		cmocka_unit_test(test_many_fragments),
+		cmocka_unit_test(test_taken_from_notes),
 		cmocka_unit_test(test_many_in_flight),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -778,6 +778,117 @@ static void test_coalesce_runs(void **state)
 	assert_int_equal(rxpt_pages_outstanding(), 0);
 }
 
+/* to and a list of 1-20 linear packets of 1-1900 bytes, all made by
+ * rxp_pkt_alloc from one pool (at home unless RXP_PKT_META_APART), from
+ * the seed; to is sometimes small (the first packet fits its tailroom) and
+ * sometimes cloned (the clone kept in clones[]). */
+static void clist_make_homes(struct clist_side *sd, uint64_t seed)
+{
+	struct rxpt_rng r;
+	struct rxp_pkt **link = &sd->list;
+	uint32_t n, l;
+
+	rxpt_rng_seed(&r, seed);
+	sd->pp = mkpool();
+	{
+		struct rxp_pktpool_config c = {.name = "t2", .n_pkts = 64, .n_bufs = 8};
+
+		sd->pp2 = rxp_pktpool_create(&c);
+		assert_non_null(sd->pp2);
+	}
+	sd->pg = rxpt_page_new(CLIST_PG);
+	sd->hp = rxpt_page_new(64 * 64);
+	l = rxpt_rng_below(&r, 4) ? 1800 + (uint32_t)rxpt_rng_below(&r, 101)
+				  : 1 + (uint32_t)rxpt_rng_below(&r, 1900);
+	sd->to = rxp_pkt_alloc(sd->pp, l);
+	assert_non_null(sd->to);
+	rxpt_fill(rxp_pkt_put(sd->to, l), l, (uint32_t)seed + 1);
+	if (rxpt_rng_below(&r, 10) == 0) {
+		sd->clones[sd->nclones] = rxp_pkt_clone(sd->to);
+		assert_non_null(sd->clones[sd->nclones]);
+		sd->nclones++;
+	}
+	n = 1 + (uint32_t)rxpt_rng_below(&r, rxpt_rng_below(&r, 8) ? RXP_MAX_FRAGS : 20);
+	for (uint32_t i = 0; i < n; i++) {
+		struct rxp_pkt *p;
+
+		l = 1 + (uint32_t)rxpt_rng_below(&r, 1900);
+		p = rxp_pkt_alloc(sd->pp, l);
+		assert_non_null(p);
+		rxpt_fill(rxp_pkt_put(p, l), l, (uint32_t)seed + 10 + i);
+		if (rxpt_rng_below(&r, 2))
+			rxp_pkt_pull(p,
+				     (uint32_t)rxpt_rng_below(&r, l)); /* data not at the start */
+		*link = p;
+		link = &p->next;
+	}
+}
+
+/* rxp_pkt_coalesce_homes against rxp_pkt_coalesce_list, on the same
+ * packets at home from a seed, told what a reassembler notes of each (its
+ * data's offset in its buffer, its length, the truesize): when it takes
+ * them, the outcome is the list's (the same frags, bytes, truesize,
+ * consumed counts); when it does not (a cloned or linear-full to, the
+ * first packet fitting to's tailroom, more than RXP_MAX_FRAGS packets),
+ * nothing has changed, and the list form then gives the same outcome. */
+static void test_coalesce_homes(void **state)
+{
+	uint64_t seed = rxpt_seed("coalesce_homes");
+	bool apart = getenv("RXP_PKT_META_APART") != NULL;
+	unsigned taken = 0, refused = 0;
+
+	for (unsigned trial = 0; trial < 400; trial++) {
+		struct clist_side a = {0}, b = {0};
+		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}}, pb = {{NULL, NULL}, {0, 0}};
+		struct rxp_pkt *pkts[24], *p;
+		uint32_t doff[24], size[24], len = 0, ts = 0, len0, ts0;
+		unsigned n = 0;
+
+		clist_make_homes(&a, seed + trial);
+		clist_make_homes(&b, seed + trial);
+		for (p = a.list; p; p = p->next) {
+			assert_int_equal(rxp_pkt_at_home(p), !apart);
+			pkts[n] = p;
+			doff[n] = rxp_pkt_data_page_off(p);
+			size[n] = p->len;
+			len += p->len;
+			ts += p->truesize;
+			n++;
+		}
+		len0 = a.to->len;
+		ts0 = a.to->truesize;
+		if (!apart && rxp_pkt_coalesce_homes(a.to, pkts, doff, size, n, len, ts)) {
+			taken++;
+			assert_int_equal(a.to->nr_frags, n);
+			for (unsigned k = 0; k < n; k++)
+				assert_ptr_equal((uint8_t *)a.to->frags[k].page,
+						 (uint8_t *)pkts[k] - RXP_PKT_HOME_OFF);
+		} else {
+			refused += !apart;
+			assert_int_equal(a.to->len, len0);
+			assert_int_equal(a.to->truesize, ts0);
+			assert_int_equal(a.to->nr_frags, 0);
+			for (unsigned k = 0; k + 1 < n; k++)
+				assert_ptr_equal(pkts[k]->next, pkts[k + 1]);
+			rxp_pkt_coalesce_list(a.to, a.list, &pa);
+		}
+		rxp_pkt_coalesce_list(b.to, b.list, &pb);
+		rxp_page_batch_flush(&pa);
+		rxp_page_batch_flush(&pb);
+		clist_compare(&a, &b);
+		clist_release(&a);
+		clist_release(&b);
+		clist_teardown(&a);
+		clist_teardown(&b);
+	}
+	print_message("coalesce_homes: %u taken, %u refused\n", taken, refused);
+	if (!apart) {
+		assert_true(taken >= 20);
+		assert_true(refused >= 20);
+	}
+	assert_int_equal(rxpt_pages_outstanding(), 0);
+}
+
 /* What the list form does in one batch: gapped linear slices of one page
  * each become a frag of to (no byte copied), their metadata goes back to
  * the pool and counts as consumed; a slice that continues the last one
@@ -837,6 +948,7 @@ int main(void)
 		cmocka_unit_test(test_coalesce_list),
 		cmocka_unit_test(test_coalesce_list_batch),
 		cmocka_unit_test(test_coalesce_runs),
+		cmocka_unit_test(test_coalesce_homes),
 		cmocka_unit_test(test_page_batch),
 		cmocka_unit_test(test_may_pull_headroom),
 	};
