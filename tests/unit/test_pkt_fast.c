@@ -508,6 +508,18 @@ struct clist_side {
 
 #define CLIST_PG 65536u
 
+/* A side's two pools and its two test pages. */
+static void clist_side_init(struct clist_side *sd)
+{
+	struct rxp_pktpool_config c = {.name = "t2", .n_pkts = 64, .n_bufs = 8};
+
+	sd->pp = mkpool();
+	sd->pp2 = rxp_pktpool_create(&c);
+	assert_non_null(sd->pp2);
+	sd->pg = rxpt_page_new(CLIST_PG);
+	sd->hp = rxpt_page_new(64 * 64);
+}
+
 /* to (linear, a fragment, or with a frag_list member) and a list of
  * packets, all from the seed, of the kinds a coalescing caller meets:
  * linear slices of one page (continuing the last slice or after a gap),
@@ -521,15 +533,7 @@ static void clist_make_kinds(struct clist_side *sd, uint64_t seed, bool plain)
 	uint32_t cursor = 0, slot = 0, n;
 
 	rxpt_rng_seed(&r, seed);
-	sd->pp = mkpool();
-	{
-		struct rxp_pktpool_config c = {.name = "t2", .n_pkts = 64, .n_bufs = 8};
-
-		sd->pp2 = rxp_pktpool_create(&c);
-		assert_non_null(sd->pp2);
-	}
-	sd->pg = rxpt_page_new(CLIST_PG);
-	sd->hp = rxpt_page_new(64 * 64);
+	clist_side_init(sd);
 	rxpt_fill(sd->pg->addr, CLIST_PG, (uint32_t)seed);
 	memset(sd->hp->addr, 0, 64 * 64);
 	if (plain || rxpt_rng_below(&r, 3)) {
@@ -671,6 +675,23 @@ static void clist_compare(struct clist_side *a_, struct clist_side *b_)
 	assert_int_equal(rxp_pktpool_pkts_outstanding(a.pp2), rxp_pktpool_pkts_outstanding(b.pp2));
 }
 
+/* b's packets coalesced by rxp_pkt_coalesce_list, and a (whose batch is
+ * pa) compared with it; both sides then freed and torn down. */
+static void clist_against_list(struct clist_side *a, struct clist_side *b,
+			       struct rxp_page_batch *pa)
+{
+	struct rxp_page_batch pb = {{NULL, NULL}, {0, 0}};
+
+	rxp_pkt_coalesce_list(b->to, b->list, &pb);
+	rxp_page_batch_flush(pa);
+	rxp_page_batch_flush(&pb);
+	clist_compare(a, b);
+	clist_release(a);
+	clist_release(b);
+	clist_teardown(a);
+	clist_teardown(b);
+}
+
 /* rxp_pkt_coalesce_list against try_coalesce_batch one packet at a time, on
  * the same lists from a seed: the same bytes, the same frags (page, offset,
  * size), the same frag_list, len, data_len and truesize, the same page
@@ -715,7 +736,7 @@ static void test_coalesce_runs(void **state)
 
 	for (unsigned trial = 0; trial < 600; trial++) {
 		struct clist_side a = {0}, b = {0};
-		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}}, pb = {{NULL, NULL}, {0, 0}};
+		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}};
 		struct rxp_pkt *el[64], *tails[8], *p;
 		unsigned n = 0, nr, cut[9], len0, dl0, ts0, nf0;
 		struct rxpt_rng r;
@@ -763,14 +784,7 @@ static void test_coalesce_runs(void **state)
 			el[0]->next = NULL;
 			rxp_pkt_coalesce_list(a.to, n > 1 ? el[1] : NULL, &pa);
 		}
-		rxp_pkt_coalesce_list(b.to, b.list, &pb);
-		rxp_page_batch_flush(&pa);
-		rxp_page_batch_flush(&pb);
-		clist_compare(&a, &b);
-		clist_release(&a);
-		clist_release(&b);
-		clist_teardown(&a);
-		clist_teardown(&b);
+		clist_against_list(&a, &b, &pa);
 	}
 	print_message("coalesce_runs: %u taken, %u refused\n", taken, refused);
 	assert_true(taken >= 20);
@@ -789,15 +803,7 @@ static void clist_make_homes(struct clist_side *sd, uint64_t seed)
 	uint32_t n, l;
 
 	rxpt_rng_seed(&r, seed);
-	sd->pp = mkpool();
-	{
-		struct rxp_pktpool_config c = {.name = "t2", .n_pkts = 64, .n_bufs = 8};
-
-		sd->pp2 = rxp_pktpool_create(&c);
-		assert_non_null(sd->pp2);
-	}
-	sd->pg = rxpt_page_new(CLIST_PG);
-	sd->hp = rxpt_page_new(64 * 64);
+	clist_side_init(sd);
 	l = rxpt_rng_below(&r, 4) ? 1800 + (uint32_t)rxpt_rng_below(&r, 101)
 				  : 1 + (uint32_t)rxpt_rng_below(&r, 1900);
 	sd->to = rxp_pkt_alloc(sd->pp, l);
@@ -839,7 +845,7 @@ static void test_coalesce_homes(void **state)
 
 	for (unsigned trial = 0; trial < 400; trial++) {
 		struct clist_side a = {0}, b = {0};
-		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}}, pb = {{NULL, NULL}, {0, 0}};
+		struct rxp_page_batch pa = {{NULL, NULL}, {0, 0}};
 		struct rxp_pkt *pkts[24], *p;
 		uint32_t doff[24], size[24], len = 0, ts = 0, len0, ts0;
 		unsigned n = 0;
@@ -872,14 +878,7 @@ static void test_coalesce_homes(void **state)
 				assert_ptr_equal(pkts[k]->next, pkts[k + 1]);
 			rxp_pkt_coalesce_list(a.to, a.list, &pa);
 		}
-		rxp_pkt_coalesce_list(b.to, b.list, &pb);
-		rxp_page_batch_flush(&pa);
-		rxp_page_batch_flush(&pb);
-		clist_compare(&a, &b);
-		clist_release(&a);
-		clist_release(&b);
-		clist_teardown(&a);
-		clist_teardown(&b);
+		clist_against_list(&a, &b, &pa);
 	}
 	print_message("coalesce_homes: %u taken, %u refused\n", taken, refused);
 	if (!apart) {
