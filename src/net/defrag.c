@@ -193,7 +193,7 @@ static inline __attribute__((always_inline)) void dfr_note_frag(const struct rxp
 {
 	const unsigned i = q->nfrags;
 	/* zero when it is at home in the home pool, linear, just the payload
-	 * (one test: which fragments are is not known to the branch) */
+	 * (one value tested once, not a branch per condition) */
 	const uint64_t away =
 		(uint64_t)((pkt->flags & (RXP_PKT_F_EMBED | RXP_PKT_F_HOMEREF)) ^ RXP_PKT_F_EMBED) |
 		((uintptr_t)pkt->pool ^ (uintptr_t)t->home_pool) | pkt->data_len | pkt->nr_frags |
@@ -319,7 +319,7 @@ frag_in(struct rxp_defrag_table *t, struct rxp_pkt *pkt, const struct dfr_info *
 	if (!q) {
 		q = dfr_queue_new(t, &fi->key, h, hashed, slot, now);
 		if (rxp_unlikely(!t->home_pool))
-			t->home_pool = pkt->pool; /* (copy_out may change it: a guess) */
+			t->home_pool = pkt->pool; /* (copy_out copies into it) */
 	}
 	if (fi->key.family == 4 && t->cfg.max_dist > 0)
 		max_dist_check(t, q, now);

@@ -151,11 +151,12 @@ static inline unsigned v4_mask(dfr_v4 v)
 #endif
 }
 
+/* Set bits in a nibble. */
+static const uint8_t pop4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+
 /* How many lanes of v are true. */
 static inline unsigned v4_count(dfr_v4 v)
 {
-	static const uint8_t pop4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
-
 	return pop4[v4_mask(v)];
 }
 
@@ -575,7 +576,6 @@ typedef int16_t dfr_v8 __attribute__((vector_size(16)));
 /* How many of the 16-bit lanes of v (each 0 or -1) are true. */
 static inline unsigned v8_count(dfr_v8 v)
 {
-	static const uint8_t pop4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
 #ifdef __SSE2__
 	const unsigned m =
 		(unsigned)_mm_movemask_epi8(_mm_packs_epi16((__m128i)v, (__m128i)v)) & 0xffu;
