@@ -329,9 +329,8 @@ bool rxp_pkt_coalesce_runs(struct rxp_pkt *to, struct rxp_pkt *const *tails, uns
  * frag_list or clone, room for n frags and not for size[0] in its tailroom
  * (which rxp_pkt_coalesce_list would copy into), their head buffers become
  * its frags and true is returned; their metadata stays in those buffers.
- * Otherwise false, and nothing has changed (to's frag slots past nr_frags
- * may have been written). RXP_DEBUG builds check each note against its
- * packet. */
+ * Otherwise false, and nothing has changed. RXP_DEBUG builds check each
+ * note against its packet. */
 bool rxp_pkt_coalesce_homes(struct rxp_pkt *to, struct rxp_pkt *const *pkts, const uint32_t *doff,
 			    const uint32_t *size, unsigned n, uint32_t len, uint32_t ts);
 
