@@ -114,6 +114,17 @@ static inline struct rxp_defrag_counters dt_ctr(const struct rxp_defrag_table *t
 	return c;
 }
 
+/* t completed oks datagrams, failed none, and holds nothing. */
+static inline void dt_assert_drained(const struct rxp_defrag_table *t, uint64_t oks)
+{
+	struct rxp_defrag_counters c = dt_ctr(t);
+
+	assert_int_equal(c.ReasmOKs, oks);
+	assert_int_equal(c.ReasmFails, 0);
+	assert_int_equal(c.queues, 0);
+	assert_int_equal(c.mem, 0);
+}
+
 /* A pool and a table for one test; env_down asserts nothing is left. */
 struct env {
 	struct rxp_pktpool *pp;
