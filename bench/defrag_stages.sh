@@ -58,8 +58,8 @@ STAGES = {
               r'small_start|append_run|tree_insert|run_.*|small_to_tree|dfr_pressure|room|'
               r'rxp_pkt_truesize|dfr_charge.*|dfr_completes|dfr_completes_at|dfr_gap_note|'
               r'dfr_fits|ecn_combine|fast_take|fast_ok|dfr_tombs_live|dfr_has_free|v4_load|v4_mask|v4_with|'
-              r'dfr_note_frag)$',
-    'complete': r'^(dfr_finish|runs_build|runs_take_all|small_order|v4_count|list_from_tail|run_head|'
+              r'dfr_note_frag|runs_insert|notes_start|notes_place|notes_meet|notes_hit)$',
+    'complete': r'^(dfr_finish|runs_build|runs_take_all|notes_to_runs|small_order|v4_count|list_from_tail|run_head|'
                 r'frag_home|v8_count|dfr_frags_home|_mm_packs_epi16|_mm_movemask_epi8|'
                 r'queue_unlink|queue_release|rxp_pkt_coalesce.*|coalesce.*|'
                 r'rxp_pkt_add_.*|dfr_ipv6_strip|strip|fix_header.*|finish.*|dfr_ipv[46]_finish|dfr_prefetch_frags)$',

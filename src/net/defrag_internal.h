@@ -47,9 +47,13 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
  * many datagrams in flight is long out of cache. For the queue's last run,
  * end and tail are kept in the queue (tail_end, tail) and written back when
  * the run is closed or the runs are searched. Three forms, by the number of
- * runs:
+ * runs, and a fourth without runs:
  *   - one run, not recorded: it starts at q->first_off, its head is
  *     q->pf[0] (a datagram that arrives in order never leaves this form);
+ *   - notes (out of order, fewer than DFR_PF fragments): no runs, only
+ *     the fragments' ranges in q->soff and q->send, tested all at once;
+ *     the runs are made from them when they are needed (defrag_runs.c,
+ *     DFR_NOTES);
  *   - up to DFR_SMALL_RUNS: arrays in the queue (q->soff, q->send,
  *     q->stail) in arrival order but for the last run, always the last
  *     entry; tested all at once (two vector compares of one cache line),
@@ -103,9 +107,11 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
  * per-fragment state with the storage's own, and the prefetch hints; the
  * bucket chain and hash only for a displaced queue); line 3 when a queue
  * is created, freed or restarted, for each IPv4 fragment while max_dist
- * is on (src and rid), and by the pressure policy and events; lines 4 and
- * 5 (runs storage: the small run arrays) by fragments out of order; line
- * 6 by the first DFR_PF fragments and at completion. Queues are
+ * is on (src and rid), and by the pressure policy and events; line 4
+ * (runs storage: the notes form's ranges, the small form's) by fragments
+ * out of order, and line 5 (the small form's tails) by those past DFR_PF
+ * or meeting another; line 6 by the first DFR_PF fragments and at
+ * completion. Queues are
  * cache-line aligned in the table's array. The storage's fields (a union:
  * runs or policy, chosen with the table) are the storage's alone. */
 #define DFR_SMALL_RUNS 8u
@@ -129,7 +135,8 @@ struct dfr_queue {
 	uint32_t len, meat;
 	uint16_t nfrags; /* at most 8192 (8-byte fragments below 65536) */
 	uint8_t pst; /* pressure: its class (DFR_CLS_*) << 1 | DFR_P_* */
-	uint8_t nsmall; /* runs: runs in the small arrays (0: not that form) */
+	uint8_t nsmall; /* runs: runs in the small arrays (0: not that form;
+			 * DFR_NOTES set: the notes form) */
 	union {
 		struct { /* runs storage (defrag_runs.c) */
 			struct rxp_pkt *tail; /* last fragment of the last run */
@@ -165,9 +172,10 @@ struct dfr_queue {
 	uint32_t slot; /* its slot in t->slots, or DFR_DISPLACED */
 	/* Lines 4-5: runs storage, small form: runs [soff, send) in arrival
 	 * order, the last run last, and their tails (the last run's end and
-	 * tail are tail_end and tail, copied here when read). Not cleared
-	 * with the queue: nsmall says what is valid, and the small form's
-	 * start sets soff past nsmall to INT32_MAX for the vector tests. */
+	 * tail are tail_end and tail, copied here when read); notes form:
+	 * the fragments' ranges in line 4, line 5 unused. Not cleared with
+	 * the queue: nsmall says what is valid, and each form's start sets
+	 * soff past its entries to INT32_MAX for the vector tests. */
 	_Alignas(64) uint32_t soff[DFR_SMALL_RUNS];
 	uint32_t send[DFR_SMALL_RUNS];
 	struct rxp_pkt *stail[DFR_SMALL_RUNS];

@@ -18,7 +18,10 @@
  * once by vector compares) or, past that, table memory (struct dfr_run
  * nodes in a tree, searched in O(log runs)): see defrag_internal.h. A
  * run's fragments are linked backwards through pkt->next, from its tail
- * to its head; list_from_tail() turns a run into a forward list.
+ * to its head; list_from_tail() turns a run into a forward list. Out of
+ * order, a queue of fewer than DFR_PF fragments keeps their ranges
+ * instead, and makes its runs only when a fragment meets one of them, or
+ * more come, or completion or a drain needs them (DFR_NOTES).
  *
  * The queue owns every fragment in it; these functions move ownership only
  * as their comments say.
@@ -28,6 +31,7 @@
 #include <string.h>
 
 #include "rxpath/compiler.h"
+#include "rxpath/log.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -307,6 +311,73 @@ static struct rxp_pkt *const *small_order(struct dfr_queue *q, struct rxp_pkt **
 	return out;
 }
 
+/*
+ * Notes form: while a queue out of order holds fewer than DFR_PF
+ * fragments, the first of them noted at home, it keeps no runs. Its first k fragments, which came in
+ * order, are entry 0 of the small arrays, [soff[0], send[0]), as the one
+ * run they made; each later one, pf[i], is entry i - k + 1, its own range.
+ * An arriving fragment is tested against all eight entries at once; one
+ * that meets none takes the next entry and is linked to nothing. The runs
+ * are what decides a duplicate against an overlap (Linux's rule: inside
+ * one run is a duplicate), so anything the notes cannot decide turns them
+ * into runs first, by placing the fragments again in their arrival order
+ * (notes_to_runs): a fragment that meets an entry, a ninth fragment,
+ * completion that cannot take the fragments from their notes, and a
+ * drain. The runs made so are the ones placing them as they came would
+ * have made: each was placed without meeting another. In this form nsmall
+ * is DFR_NOTES | k, tail is still a fragment (the queue is not empty) and
+ * tail_end DFR_NOTES_END, which no fragment starts at, so the in-order
+ * test fails without a test of its own.
+ */
+#define DFR_NOTES 0x80u
+#define DFR_NOTES_END UINT32_MAX
+
+static int notes_hit(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		     uint32_t off, uint32_t end);
+
+/* Notes form: pkt, [off, end), is fragment q->nfrags (< DFR_PF). */
+static inline __attribute__((always_inline)) int notes_place(struct rxp_defrag_table *t,
+							     struct dfr_queue *q,
+							     struct rxp_pkt *pkt, uint32_t off,
+							     uint32_t end)
+{
+	const unsigned i = q->nfrags + 1u - (q->nsmall & ~DFR_NOTES);
+	const int32_t so = (int32_t)off, se = (int32_t)end;
+	const dfr_v4 o0 = v4_load(&q->soff[0]), o1 = v4_load(&q->soff[4]);
+	const dfr_v4 e0 = v4_load(&q->send[0]), e1 = v4_load(&q->send[4]);
+
+	if (rxp_unlikely(v4_mask(((se > o0) & (so < e0)) | ((se > o1) & (so < e1)))))
+		return notes_hit(t, q, pkt, off, end);
+	q->soff[i] = off;
+	q->send[i] = end;
+	pkt->next = NULL;
+	return DFR_OK;
+}
+
+/* The notes form from the one run (not recorded) of q->nfrags fragments,
+ * and pkt, [off, end), which does not continue it, placed in it. Each half
+ * of the arrays is written whole, and pkt tested against the run alone.
+ * When pkt meets the run, the small form instead, which judges it. */
+static inline __attribute__((always_inline)) int
+notes_start(struct dfr_queue *q, struct rxp_pkt *pkt, uint32_t off, uint32_t end)
+{
+	const int32_t fo = (int32_t)q->first_off, te = (int32_t)q->tail_end;
+	const dfr_v4 none = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
+	const dfr_v4 o = {fo, (int32_t)off, INT32_MAX, INT32_MAX}, e = {te, (int32_t)end, 0, 0};
+
+	if (rxp_unlikely(off < q->tail_end && end > q->first_off)) {
+		small_start(q);
+		return small_place(q, pkt, off, end);
+	}
+	__builtin_memcpy(&q->soff[0], &o, sizeof(o));
+	__builtin_memcpy(&q->soff[4], &none, sizeof(none));
+	__builtin_memcpy(&q->send[0], &e, sizeof(e));
+	q->nsmall = (uint8_t)(DFR_NOTES | q->nfrags);
+	q->tail_end = DFR_NOTES_END;
+	pkt->next = NULL;
+	return DFR_OK;
+}
+
 /* Tree form: place pkt, [off, end) with off < q->tail_end. */
 static int tree_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
 		       uint32_t off, uint32_t end)
@@ -387,13 +458,11 @@ static int append_run(struct rxp_defrag_table *t, struct dfr_queue *q, struct rx
 	return DFR_OK;
 }
 
-/* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
- * While the queue holds one run, an in-order append writes only pkt->next
- * (the first cache line of pkt's metadata) and the queue's line 1; once it
- * holds more, every fragment goes to small_place (lines 4-5 too) until
- * eight runs are not enough. */
-DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
-			    uint32_t off, uint32_t end)
+/* dfr_runs_insert; notes: whether a queue may take the notes form. */
+static inline __attribute__((always_inline)) int runs_insert(struct rxp_defrag_table *t,
+							     struct dfr_queue *q,
+							     struct rxp_pkt *pkt, uint32_t off,
+							     uint32_t end, const bool notes)
 {
 	int r;
 
@@ -416,9 +485,9 @@ DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, str
 		q->tail_end = end;
 		return DFR_OK;
 	}
-	/* The small run arrays, asked for while the form is decided. */
+	/* The small arrays' ranges, asked for while the form is decided (the
+	 * notes form reads and writes no other line of them). */
 	__builtin_prefetch(&q->soff[0]);
-	__builtin_prefetch(&q->stail[0]);
 	if (!q->nsmall && !q->last_run) {
 		if (off == 0 && end == q->first_off && (q->flags & DFR_F_LAST) &&
 		    q->meat + (end - off) == q->len) {
@@ -433,8 +502,19 @@ DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, str
 			q->first_off = 0;
 			return DFR_OK;
 		}
+		/* (only where the first fragment is noted at home: completion
+		 * walks the runs of fragments not at home, and would have to
+		 * make them first; rxpath defrag's, in its mapped capture,
+		 * cost 64 instructions more each so) */
+		if (notes && q->nfrags < DFR_PF && !(q->foff[0] & DFR_FOFF_AWAY))
+			return notes_start(q, pkt, off, end);
 		small_start(q);
 		return small_place(q, pkt, off, end);
+	}
+	if (q->nsmall & DFR_NOTES) {
+		if (rxp_likely(q->nfrags < DFR_PF))
+			return notes_place(t, q, pkt, off, end);
+		return notes_hit(t, q, pkt, off, end); /* a ninth */
 	}
 	if (off > q->tail_end)
 		return append_run(t, q, pkt, off, end);
@@ -451,6 +531,69 @@ DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, str
 			return r;
 	}
 	return tree_insert(t, q, pkt, off, end);
+}
+
+/* Consumes pkt on DFR_OK (the queue owns it); otherwise the caller keeps it.
+ * While the queue holds one run, an in-order append writes only pkt->next
+ * (the first cache line of pkt's metadata) and the queue's line 1; once it
+ * holds more, every fragment is noted in the notes form (line 4 too)
+ * while it holds fewer than DFR_PF, then placed in the small form until
+ * eight runs are not enough. */
+DFR_HOT int dfr_runs_insert(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+			    uint32_t off, uint32_t end)
+{
+	return runs_insert(t, q, pkt, off, end, true);
+}
+
+/* The notes form's fragments placed again, in arrival order, as runs (see
+ * DFR_NOTES). None completed the datagram when it came, so none may join a
+ * neighbour run as one that completes it does: the last fragment is not
+ * known while they are placed (the fragment being judged may have made it
+ * known, and the fragments here may then cover it: fuzz_reasm_model found
+ * [504, 512), [0, 504), then [456, 512) the last, judged a duplicate). Eight
+ * fragments make eight runs at most, which the small form holds. */
+static __attribute__((noinline, cold)) void notes_to_runs(struct rxp_defrag_table *t,
+							  struct dfr_queue *q)
+{
+	const unsigned n = q->nfrags, k = q->nsmall & ~DFR_NOTES;
+	const uint8_t flags = q->flags;
+	uint32_t o[DFR_PF], e[DFR_PF];
+
+	/* the first k as they came: one after another, from entry 0's
+	 * start to its end */
+	for (unsigned i = 0; i < k; i++) {
+		o[i] = i ? e[i - 1] : q->soff[0];
+		e[i] = i + 1 < k ? (q->foff[i + 1] & ~DFR_FOFF_AWAY) * 8u : q->send[0];
+	}
+	for (unsigned i = k; i < n; i++) {
+		o[i] = q->soff[i + 1 - k];
+		e[i] = q->send[i + 1 - k];
+	}
+	q->nsmall = 0;
+	q->tail = NULL;
+	q->flags = (uint8_t)(flags & ~DFR_F_LAST);
+	for (unsigned i = 0; i < n; i++) {
+		int r = runs_insert(t, q, q->pf[i], o[i], e[i], false);
+
+#ifdef RXP_DEBUG
+		if (r != DFR_OK) {
+			rxp_log(RXP_LOG_ERR, "notes_to_runs: fragment %u of %u refused (%d)", i, n,
+				r);
+			abort();
+		}
+#endif
+		(void)r;
+	}
+	q->flags = flags;
+}
+
+/* Notes form: pkt, [off, end), met a fragment noted, or is a ninth: the
+ * runs judge it. */
+static int notes_hit(struct rxp_defrag_table *t, struct dfr_queue *q, struct rxp_pkt *pkt,
+		     uint32_t off, uint32_t end)
+{
+	notes_to_runs(t, q);
+	return runs_insert(t, q, pkt, off, end, false);
 }
 
 /* The fragments of the run whose tail is p, in offset order, linked forward
@@ -479,6 +622,8 @@ static struct rxp_pkt *runs_take_all(struct rxp_defrag_table *t, struct dfr_queu
 	struct rxp_pkt *rest = NULL, **link = &rest, *last;
 	struct dfr_run *n, *nx;
 
+	if (q->nsmall & DFR_NOTES)
+		notes_to_runs(t, q);
 	if (!q->tail) {
 		/* empty */
 	} else if (q->nsmall) {
@@ -544,6 +689,12 @@ bool dfr_runs_compare(const struct dfr_queue *q, const struct rxp_pkt *pkt, uint
 
 	*lo = UINT32_MAX;
 	*hi = 0;
+#ifdef RXP_DEBUG
+	if (q->nsmall & DFR_NOTES) { /* (notes_hit makes runs before a refusal) */
+		rxp_log(RXP_LOG_ERR, "dfr_runs_compare: a queue in the notes form");
+		abort();
+	}
+#endif
 	if (!q->tail) {
 		/* empty */
 	} else if (q->nsmall) {
@@ -649,6 +800,8 @@ static struct rxp_pkt *runs_build(struct rxp_defrag_table *t, struct dfr_queue *
 	/* The usual datagram, whose runs are in the queue (small form, or
 	 * one run): coalesced in one walk of the runs. Anything that walk
 	 * does not take (it changes nothing then) goes the general way. */
+	if (q->nsmall & DFR_NOTES)
+		notes_to_runs(t, q);
 	if (!t->cfg.forward && head && q->tail && !q->last_run) {
 		struct rxp_pkt *sorted[DFR_SMALL_RUNS];
 		struct rxp_pkt *const *tails = &q->tail;

@@ -819,6 +819,176 @@ static void test_taken_from_notes(void **state)
 	env_down(&e);
 }
 
+/* One datagram of n 16-byte fragments fed in order ord[], the last with
+ * MF set when last_mf, with probes (payload [ps[j], pe[j]), MF unless they
+ * end the datagram) fed after pos[j] of them, checked step by step against
+ * Linux's run rule (dt_model_runs): a duplicate is dropped and counted, an
+ * overlap kills the datagram (nothing more is fed), anything else is
+ * taken, and the datagram completes, intact, when the model's bytes cover
+ * it and its end is known. Returns whether it completed. */
+static bool probe_datagram(struct env *e, uint16_t id, const uint32_t *ord, uint32_t n,
+			   const uint32_t *ps, const uint32_t *pe, const uint32_t *pos,
+			   uint32_t nprobe, bool last_mf)
+{
+	const uint32_t fl = 16, plen = n * fl;
+	uint32_t rs[24], re[24], have = 0, j = 0;
+	uint8_t *pl = dt_payload(plen, id);
+	struct rxp_defrag_counters c0 = dt_ctr(e->t);
+	struct dt4 d = {.id = id};
+	uint64_t dups = 0;
+	bool done = false, last = false;
+	int nr = 0;
+
+	for (uint32_t i = 0; i <= n && !done; i++) {
+		for (; j < nprobe && pos[j] == i && !done; j++) {
+			/* (bits of 8-byte blocks held: plen is at most 256) */
+			uint32_t off = ps[j], end = pe[j];
+			uint64_t blocks = ((end / 8 < 64 ? 1ull << (end / 8) : 0) - 1) &
+					  ~((1ull << (off / 8)) - 1);
+			int m = dt_model_runs(rs, re, &nr, off, end);
+			struct rxp_pkt *r = in4(e, &d, pl, off, end - off, end != plen, 0);
+
+			if (m == DT_RUN_OVL) {
+				assert_null(r);
+				assert_int_equal(dt_ctr(e->t).ReasmOverlaps, c0.ReasmOverlaps + 1);
+				free(pl);
+				return false;
+			}
+			dups += m == DT_RUN_DUP;
+			assert_int_equal(dt_ctr(e->t).duplicates, c0.duplicates + dups);
+			if (m == DT_RUN_OK)
+				have |= (uint32_t)blocks;
+			last |= end == plen; /* (a duplicate makes the end known too) */
+			done = last && have == (uint32_t)((1ull << (plen / 8)) - 1);
+			assert_true(!r == !done);
+			if (r) {
+				check_hdr(r, plen);
+				dt_check_payload(r, 20, pl, plen);
+				rxp_pkt_consume(r);
+			}
+		}
+		if (i < n && !done) {
+			uint32_t off = ord[i] * fl;
+			bool mf = ord[i] != n - 1 || last_mf;
+			int m = dt_model_runs(rs, re, &nr, off, off + fl);
+			struct rxp_pkt *r = in4(e, &d, pl, off, fl, mf, 0);
+
+			if (m == DT_RUN_OVL) {
+				assert_null(r);
+				assert_int_equal(dt_ctr(e->t).ReasmOverlaps, c0.ReasmOverlaps + 1);
+				free(pl);
+				return false;
+			}
+			dups += m == DT_RUN_DUP;
+			assert_int_equal(dt_ctr(e->t).duplicates, c0.duplicates + dups);
+			if (m == DT_RUN_OK)
+				have |= 3u << (2 * ord[i]);
+			last |= !mf;
+			done = last && have == (uint32_t)((1ull << (plen / 8)) - 1);
+			assert_true(!r == !done);
+			if (r) {
+				check_hdr(r, plen);
+				dt_check_payload(r, 20, pl, plen);
+				rxp_pkt_consume(r);
+			}
+		}
+	}
+	assert_int_equal(dt_ctr(e->t).ReasmOverlaps, c0.ReasmOverlaps);
+	free(pl);
+	return done;
+}
+
+/* Out of order, a queue of fewer than eight fragments keeps only their
+ * ranges (the notes form) and makes the runs, which judge duplicate
+ * against overlap, when it needs them. Duplicates and overlaps against
+ * runs of several fragments, in gaps, and as a ninth fragment are judged
+ * as Linux's run rule (the model) judges them: every order of four
+ * fragments with a probe of every 8-byte-aligned range (but the whole
+ * datagram, which is not a fragment) after each of the first three, and
+ * random orders of seven with three random probes; with the last
+ * fragment's end known from it, or only from a probe that ends the
+ * datagram. Counters and pool end empty. */
+static void test_notes_form_judged_as_runs(void **state)
+{
+	struct rxpt_rng rng;
+	uint32_t ord[7], ps[3], pe[3], pos[3], ok = 0, ndg = 0;
+	uint16_t id = 2000;
+	struct env e;
+
+	rxpt_rng_seed(&rng, rxpt_seed("notes-form"));
+	/* (room for every datagram left: none given up under pressure) */
+	struct rxp_defrag_config cfg = {.max_queues = 4096, .mem_limit = 256u << 20};
+
+	env_up(&e, &cfg);
+	for (uint32_t perm = 0; perm < 24; perm++) {
+		for (uint32_t a = 0; a < 8; a++) {
+			for (uint32_t b = a + 1; b <= 8; b++) {
+				for (uint32_t at = 1; at <= 3 && b - a < 8; at++) {
+					uint32_t x = perm;
+
+					for (uint32_t i = 0; i < 4; i++)
+						ord[i] = i;
+					for (uint32_t i = 0; i < 4; i++) {
+						uint32_t k = i + x % (4 - i), t = ord[i];
+
+						x /= 4 - i;
+						ord[i] = ord[k];
+						ord[k] = t;
+					}
+					ps[0] = a * 8;
+					pe[0] = b * 8;
+					pos[0] = at;
+					ok += probe_datagram(&e, id++, ord, 4, ps, pe, pos, 1,
+							     false);
+					ok += probe_datagram(&e, id++, ord, 4, ps, pe, pos, 1,
+							     true);
+					ndg += 2;
+				}
+			}
+		}
+	}
+	for (uint32_t trial = 0; trial < 400; trial++) {
+		for (uint32_t i = 0; i < 7; i++)
+			ord[i] = i;
+		for (uint32_t i = 6; i > 0; i--) {
+			uint32_t k = (uint32_t)rxpt_rng_below(&rng, i + 1), t = ord[i];
+
+			ord[i] = ord[k];
+			ord[k] = t;
+		}
+		for (uint32_t j = 0; j < 3; j++) {
+			uint32_t a = (uint32_t)rxpt_rng_below(&rng, 14);
+
+			ps[j] = a * 8;
+			pe[j] = (a + 1 + (uint32_t)rxpt_rng_below(&rng, 14 - a - !a)) * 8;
+			pos[j] = 1 + (uint32_t)rxpt_rng_below(&rng, 6);
+		}
+		/* (in the order they are fed) */
+		for (uint32_t j = 1; j < 3; j++)
+			for (uint32_t k = j; k > 0 && pos[k] < pos[k - 1]; k--) {
+				uint32_t t = pos[k];
+
+				pos[k] = pos[k - 1];
+				pos[k - 1] = t;
+			}
+		ok += probe_datagram(&e, id++, ord, 7, ps, pe, pos, 3, trial & 1);
+		ndg++;
+	}
+	/* each datagram is fed whole: it completes unless an overlap killed
+	 * it or its end never came (given up at expiry) */
+	uint32_t ovl = (uint32_t)dt_ctr(e.t).ReasmOverlaps, left = ndg - ok - ovl;
+
+	assert_int_equal(dt_ctr(e.t).queues, left);
+	assert_int_equal(rxp_defrag_expire(e.t, 31 * NS), left);
+	struct rxp_defrag_counters c = dt_ctr(e.t);
+	assert_int_equal(c.ReasmOKs, ok);
+	assert_int_equal(c.ReasmFails, ovl + left);
+	assert_true(ok > ndg / 8 && ovl > ndg / 4 && left > ndg / 16 && c.duplicates > ndg / 8);
+	assert_int_equal(c.queues, 0);
+	assert_int_equal(c.mem, 0);
+	env_down(&e);
+}
+
 /* Many datagrams in flight, fed fragment r of every datagram before
  * fragment r+1 of any (as the benchmark does), half in order and half
  * reversed: keys that differ only in id, and pairs that differ only in
@@ -951,6 +1121,7 @@ int main(void)
 		cmocka_unit_test(test_tiny_fragment_overlap),
 		cmocka_unit_test(test_many_fragments),
 		cmocka_unit_test(test_taken_from_notes),
+		cmocka_unit_test(test_notes_form_judged_as_runs),
 		cmocka_unit_test(test_many_in_flight),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
