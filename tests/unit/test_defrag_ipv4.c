@@ -819,81 +819,75 @@ static void test_taken_from_notes(void **state)
 	env_down(&e);
 }
 
-/* One datagram of n 16-byte fragments fed in order ord[], the last with
- * MF set when last_mf, with probes (payload [ps[j], pe[j]), MF unless they
- * end the datagram) fed after pos[j] of them, checked step by step against
- * Linux's run rule (dt_model_runs): a duplicate is dropped and counted, an
- * overlap kills the datagram (nothing more is fed), anything else is
- * taken, and the datagram completes, intact, when the model's bytes cover
- * it and its end is known. Returns whether it completed. */
+/* A datagram being probed: the model's runs, the 8-byte blocks it holds,
+ * duplicates so far, whether its end is known, the counters before it. */
+struct probe {
+	struct env *e;
+	struct dt4 d;
+	const uint8_t *pl;
+	uint32_t plen, rs[24], re[24], have;
+	int nr;
+	uint64_t dups;
+	bool last;
+	struct rxp_defrag_counters c0;
+};
+
+/* Payload [off, end) of p's datagram in, checked against Linux's run rule
+ * (dt_model_runs): false for an overlap, which must kill the datagram;
+ * else a duplicate is dropped and counted, anything else taken, and *done
+ * says whether the datagram completed (intact), as it must once the
+ * model's blocks cover it and its end is known. */
+static bool probe_in(struct probe *p, uint32_t off, uint32_t end, bool mf, bool *done)
+{
+	const uint32_t all = (uint32_t)((1ull << (p->plen / 8)) - 1);
+	int m = dt_model_runs(p->rs, p->re, &p->nr, off, end);
+	struct rxp_pkt *r = in4(p->e, &p->d, p->pl, off, end - off, mf, 0);
+
+	if (m == DT_RUN_OVL) {
+		assert_null(r);
+		assert_int_equal(dt_ctr(p->e->t).ReasmOverlaps, p->c0.ReasmOverlaps + 1);
+		return false;
+	}
+	p->dups += m == DT_RUN_DUP;
+	assert_int_equal(dt_ctr(p->e->t).duplicates, p->c0.duplicates + p->dups);
+	if (m == DT_RUN_OK)
+		p->have |=
+			(uint32_t)((1ull << (end / 8)) - 1) & ~(uint32_t)((1ull << (off / 8)) - 1);
+	p->last |= !mf; /* (a duplicate makes the end known too) */
+	*done = p->last && p->have == all;
+	assert_true(!r == !*done);
+	if (r) {
+		check_hdr(r, p->plen);
+		dt_check_payload(r, 20, p->pl, p->plen);
+		rxp_pkt_consume(r);
+	}
+	return true;
+}
+
+/* One datagram of n (at most 7) 16-byte fragments fed in order ord[], the
+ * last with MF set when last_mf, with probes (payload [ps[j], pe[j]), MF
+ * unless they end the datagram) fed after pos[j] of them, each fragment
+ * checked by probe_in; nothing more is fed after an overlap. Returns
+ * whether it completed. */
 static bool probe_datagram(struct env *e, uint16_t id, const uint32_t *ord, uint32_t n,
 			   const uint32_t *ps, const uint32_t *pe, const uint32_t *pos,
 			   uint32_t nprobe, bool last_mf)
 {
-	const uint32_t fl = 16, plen = n * fl;
-	uint32_t rs[24], re[24], have = 0, j = 0;
-	uint8_t *pl = dt_payload(plen, id);
-	struct rxp_defrag_counters c0 = dt_ctr(e->t);
-	struct dt4 d = {.id = id};
-	uint64_t dups = 0;
-	bool done = false, last = false;
-	int nr = 0;
+	struct probe p = {.e = e, .d = {.id = id}, .plen = n * 16, .c0 = dt_ctr(e->t)};
+	uint8_t *pl = dt_payload(p.plen, id);
+	bool done = false, alive = true;
+	uint32_t j = 0;
 
-	for (uint32_t i = 0; i <= n && !done; i++) {
-		for (; j < nprobe && pos[j] == i && !done; j++) {
-			/* (bits of 8-byte blocks held: plen is at most 256) */
-			uint32_t off = ps[j], end = pe[j];
-			uint64_t blocks = ((end / 8 < 64 ? 1ull << (end / 8) : 0) - 1) &
-					  ~((1ull << (off / 8)) - 1);
-			int m = dt_model_runs(rs, re, &nr, off, end);
-			struct rxp_pkt *r = in4(e, &d, pl, off, end - off, end != plen, 0);
-
-			if (m == DT_RUN_OVL) {
-				assert_null(r);
-				assert_int_equal(dt_ctr(e->t).ReasmOverlaps, c0.ReasmOverlaps + 1);
-				free(pl);
-				return false;
-			}
-			dups += m == DT_RUN_DUP;
-			assert_int_equal(dt_ctr(e->t).duplicates, c0.duplicates + dups);
-			if (m == DT_RUN_OK)
-				have |= (uint32_t)blocks;
-			last |= end == plen; /* (a duplicate makes the end known too) */
-			done = last && have == (uint32_t)((1ull << (plen / 8)) - 1);
-			assert_true(!r == !done);
-			if (r) {
-				check_hdr(r, plen);
-				dt_check_payload(r, 20, pl, plen);
-				rxp_pkt_consume(r);
-			}
-		}
-		if (i < n && !done) {
-			uint32_t off = ord[i] * fl;
-			bool mf = ord[i] != n - 1 || last_mf;
-			int m = dt_model_runs(rs, re, &nr, off, off + fl);
-			struct rxp_pkt *r = in4(e, &d, pl, off, fl, mf, 0);
-
-			if (m == DT_RUN_OVL) {
-				assert_null(r);
-				assert_int_equal(dt_ctr(e->t).ReasmOverlaps, c0.ReasmOverlaps + 1);
-				free(pl);
-				return false;
-			}
-			dups += m == DT_RUN_DUP;
-			assert_int_equal(dt_ctr(e->t).duplicates, c0.duplicates + dups);
-			if (m == DT_RUN_OK)
-				have |= 3u << (2 * ord[i]);
-			last |= !mf;
-			done = last && have == (uint32_t)((1ull << (plen / 8)) - 1);
-			assert_true(!r == !done);
-			if (r) {
-				check_hdr(r, plen);
-				dt_check_payload(r, 20, pl, plen);
-				rxp_pkt_consume(r);
-			}
-		}
+	p.pl = pl;
+	for (uint32_t i = 0; i <= n && alive && !done; i++) {
+		for (; j < nprobe && pos[j] == i && alive && !done; j++)
+			alive = probe_in(&p, ps[j], pe[j], pe[j] != p.plen, &done);
+		if (i < n && alive && !done)
+			alive = probe_in(&p, ord[i] * 16, ord[i] * 16 + 16,
+					 ord[i] != n - 1 || last_mf, &done);
 	}
-	assert_int_equal(dt_ctr(e->t).ReasmOverlaps, c0.ReasmOverlaps);
+	if (alive)
+		assert_int_equal(dt_ctr(e->t).ReasmOverlaps, p.c0.ReasmOverlaps);
 	free(pl);
 	return done;
 }
