@@ -835,8 +835,9 @@ struct probe {
 /* Payload [off, end) of p's datagram in, checked against Linux's run rule
  * (dt_model_runs): false for an overlap, which must kill the datagram;
  * else a duplicate is dropped and counted, anything else taken, and *done
- * says whether the datagram completed (intact), as it must once the
- * model's blocks cover it and its end is known. */
+ * says whether the datagram completed (intact), as it must when a
+ * fragment taken leaves the model's blocks covering it and its end
+ * known. */
 static bool probe_in(struct probe *p, uint32_t off, uint32_t end, bool mf, bool *done)
 {
 	const uint32_t all = (uint32_t)((1ull << (p->plen / 8)) - 1);
@@ -854,7 +855,10 @@ static bool probe_in(struct probe *p, uint32_t off, uint32_t end, bool mf, bool 
 		p->have |=
 			(uint32_t)((1ull << (end / 8)) - 1) & ~(uint32_t)((1ull << (off / 8)) - 1);
 	p->last |= !mf; /* (a duplicate makes the end known too) */
-	*done = p->last && p->have == all;
+	/* (but only a fragment taken completes: Linux drops a duplicate
+	 * before it looks, so a duplicate that made the end known leaves a
+	 * full datagram to expire) */
+	*done = m == DT_RUN_OK && p->last && p->have == all;
 	assert_true(!r == !*done);
 	if (r) {
 		check_hdr(r, p->plen);
