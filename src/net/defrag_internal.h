@@ -50,10 +50,10 @@ static inline struct dfr_cb *dfr_cb(struct rxp_pkt *p)
  * runs, and a fourth without runs:
  *   - one run, not recorded: it starts at q->first_off, its head is
  *     q->pf[0] (a datagram that arrives in order never leaves this form);
- *   - notes (out of order, fewer than DFR_PF fragments): no runs, only
- *     the fragments' ranges in q->soff and q->send, tested all at once;
- *     the runs are made from them when they are needed (defrag_runs.c,
- *     DFR_NOTES);
+ *   - notes (out of order, fewer than DFR_PF fragments, the first at
+ *     home): no runs, only the fragments' ranges in q->soff and q->send,
+ *     tested all at once; the runs are made from them when they are
+ *     needed (defrag_runs.c, DFR_NOTES);
  *   - up to DFR_SMALL_RUNS: arrays in the queue (q->soff, q->send,
  *     q->stail) in arrival order but for the last run, always the last
  *     entry; tested all at once (two vector compares of one cache line),
@@ -111,9 +111,9 @@ enum { DFR_F_FIRST = 1, DFR_F_LAST = 2 };
  * (runs storage: the notes form's ranges, the small form's) by fragments
  * out of order, and line 5 (the small form's tails) by those past DFR_PF
  * or meeting another; line 6 by the first DFR_PF fragments and at
- * completion. Queues are
- * cache-line aligned in the table's array. The storage's fields (a union:
- * runs or policy, chosen with the table) are the storage's alone. */
+ * completion. Queues are cache-line aligned in the table's array. The
+ * storage's fields (a union: runs or policy, chosen with the table) are
+ * the storage's alone. */
 #define DFR_SMALL_RUNS 8u
 #define DFR_DISPLACED UINT32_MAX /* dfr_queue.slot: in the SipHash table */
 #define DFR_PF 8u
