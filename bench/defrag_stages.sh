@@ -19,8 +19,10 @@
 # ip_frag_find (lookup; it calls ip_frag_lookup) and then ip_frag_process
 # (insert; it calls ipv{4,6}_frag_reassemble on the last fragment:
 # complete); rte_pktmbuf_free and the death row are free.
-# SIDES="r" or "d" runs one side; RXP_STAGES_MAP=from=to reads a binary's
-# sources under to when they have moved from from (another commit's tree).
+# SIDES="r" or "d" runs one side; RXP_STAGES_DETAIL=insert,complete (any
+# stages) also lists rxpath's source functions within each;
+# RXP_STAGES_MAP=from=to reads a binary's sources under to when they have
+# moved from from (another commit's tree).
 set -euo pipefail
 bench=${1:-build/release/rxpath-bench-defrag}
 stream=${2:-1}
@@ -32,7 +34,8 @@ trap 'rm -rf "$tmp"' EXIT
 for side in ${SIDES:-r d}; do
 	fn=ho_rx_burst
 	[ $side = d ] && fn=ho_dp_burst
-	RXP_BENCH_HO=$stream,$nd,$side valgrind --tool=callgrind --toggle-collect=$fn \
+	# (DPDK on 4 KiB pages: its EAL cannot map hugepages under valgrind)
+	RXP_BENCH_DPDK_NO_HUGE=1 RXP_BENCH_HO=$stream,$nd,$side valgrind --tool=callgrind --toggle-collect=$fn \
 		--callgrind-out-file="$tmp/cg.$side" "$bench" >"$tmp/out.$side" 2>/dev/null ||
 		{ echo "defrag_stages: side $side failed (no DPDK?)" >&2; rm -f "$tmp/cg.$side"; }
 done
@@ -163,6 +166,8 @@ def frags(side):
             return int(l.split()[1])
     return 0
 
+by_fn = defaultdict(lambda: defaultdict(int))
+
 def rx_split():
     sc, _ = load(os.path.join(tmp, 'cg.r'))
     st = defaultdict(int)
@@ -187,6 +192,7 @@ def rx_split():
             stage = 'other'
             other['%s:%s' % (os.path.basename(file or '?'), f or fn)] += cost
         st[stage] += cost
+        by_fn[stage]['%s:%s' % (os.path.basename(file or '?'), f or fn)] += cost
     return st, other
 
 def dp_split():
@@ -238,6 +244,11 @@ for s in order + ['total']:
     if s in ('other', 'bench loop') and not any(vals):
         continue
     print('%-12s' % s + ''.join('%14.1f' % x for x in vals))
+for s in [x for x in os.environ.get('RXP_STAGES_DETAIL', '').split(',') if x]:
+    if 'rxpath' in rows:
+        print('rxpath %s by source function (instr/frag):' % s)
+        for k, v in sorted(by_fn[s].items(), key=lambda x: -x[1])[:16]:
+            print('  %-48s %6.1f' % (k, v / max(nfr['rxpath'], 1)))
 if 'rxpath' in rows and other:
     print('rxpath "other" (instr/frag):', ', '.join('%s %.1f' % (k, v / max(nfr['rxpath'], 1))
           for k, v in sorted(other.items(), key=lambda x: -x[1])[:8]))
