@@ -13,7 +13,9 @@
  * IP as it is, other link types' headers taken off); a frame of a link type
  * nothing reads is dropped and counted (unsupported_linktype), and said
  * once per link type. Records that are not packets (a pcapng's
- * statistics, say) are skipped. capture --read reads through it too, and
+ * statistics, say) are skipped, and so are frames a cooked capture says
+ * the capturing host sent (counted: rx_outgoing), which a live AF_PACKET
+ * device does not receive. capture --read reads through it too, and
  * writes a file of several link types as raw IP (cf_link). libpcap stays
  * behind `--dev pcap:PATH` and the sim NIC's replay source, which replay
  * one link type.
@@ -40,6 +42,7 @@ struct capfile {
 	bool eof, cut;
 	uint64_t rx_packets, rx_bytes, dropped;
 	uint64_t snapped; /* records shorter than on the wire (caplen < len) */
+	uint64_t outgoing; /* frames the capturing host sent: skipped */
 	uint64_t first_ns, last_ns;
 	int said[CF_SAID];
 	unsigned nsaid;
@@ -116,6 +119,11 @@ static int cf_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsigned 
 		if (!r.packet)
 			continue;
 		cf->snapped += r.caplen < r.len;
+		/* as a live AF_PACKET device, which does not receive them */
+		if (r.dlt >= 0 && rxp_decap_outgoing((uint32_t)r.dlt, r.data, r.caplen)) {
+			cf->outgoing++;
+			continue;
+		}
 		if (r.dlt < 0) {
 			pkt = NULL;
 			why = RXP_DROP_LINKTYPE;
@@ -162,6 +170,7 @@ static void cf_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 	st->first_tstamp_ns = cf->first_ns;
 	st->last_tstamp_ns = cf->last_ns;
 	st->rx_input_cut += cf->cut;
+	st->rx_outgoing += cf->outgoing;
 }
 
 static uint64_t cf_close(struct rxp_dev *d)

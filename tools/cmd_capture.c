@@ -37,7 +37,8 @@ static void usage(FILE *f)
 		   "                   AF_PACKET), afxdp or afpacket\n"
 		   "  --read FILE      read a capture file instead: pcap, pcapng (link types\n"
 		   "                   may differ by interface), gzip or zstd, other wiretap\n"
-		   "                   formats; '-' for stdin\n"
+		   "                   formats; '-' for stdin. Frames an SLL/SLL2 capture\n"
+		   "                   says the host sent are skipped and counted (outgoing)\n"
 		   "  --dev SPEC       any device spec: 'sim:count=1000,max=8000',\n"
 		   "                   'fault:loss=0.01+afpacket:eth0,queues=2', ...\n"
 		   "  --write FILE     pcap file to write (required); - for stdout. Classic\n"
@@ -281,10 +282,12 @@ static int capture_main(int argc, char **argv)
 
 		fprintf(out,
 			"{\"device\":\"%s\",\"frames\":%llu,\"written\":%llu,\"not_ip\":%llu,"
-			"\"offered\":%llu,\"rx_dropped\":%llu,\"rx_no_buffer\":%llu,\"drops\":{",
+			"\"offered\":%llu,\"rx_dropped\":%llu,\"rx_no_buffer\":%llu,"
+			"\"rx_outgoing\":%llu,\"drops\":{",
 			d->name, (unsigned long long)got, (unsigned long long)st.captured,
 			(unsigned long long)st.capture_not_ip, (unsigned long long)st.rx_offered,
-			(unsigned long long)st.rx_dropped, (unsigned long long)st.rx_no_buffer);
+			(unsigned long long)st.rx_dropped, (unsigned long long)st.rx_no_buffer,
+			(unsigned long long)st.rx_outgoing);
 		for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 			if (ps.drops[r]) {
 				fprintf(out, "%s\"%s\":%llu", first ? "" : ",",
@@ -299,6 +302,8 @@ static int capture_main(int argc, char **argv)
 			fprintf(out, " not_ip %llu", (unsigned long long)st.capture_not_ip);
 		fprintf(out, " rx_dropped %llu rx_no_buffer %llu",
 			(unsigned long long)st.rx_dropped, (unsigned long long)st.rx_no_buffer);
+		if (st.rx_outgoing)
+			fprintf(out, " outgoing %llu", (unsigned long long)st.rx_outgoing);
 		for (unsigned r = 0; r < RXP_DROP_MAX; r++)
 			if (ps.drops[r])
 				fprintf(out, " %s %llu", rxp_drop_reason_name(r),

@@ -97,6 +97,11 @@ void run_summary_text(FILE *f, const struct totals *t, const struct result *r)
 		U(t->w.steered_out), U(t->w.sleeps));
 	fprintf(f, "  device      rx_no_buffer %llu, zero-length descriptors %llu, dropped %llu\n",
 		U(t->dev.rx_no_buffer), U(t->dev.zero_len_descs), U(t->dev.rx_dropped));
+	if (t->dev.rx_outgoing)
+		fprintf(f,
+			"  outgoing    %llu frames the capturing host sent, skipped (a live "
+			"AF_PACKET socket does not receive them)\n",
+			U(t->dev.rx_outgoing));
 	if (t->dev.fault_lost || t->dev.fault_duplicated || t->dev.fault_reordered)
 		fprintf(f,
 			"  faults      lost %llu, duplicated %llu, reordered %llu (fault "
@@ -199,12 +204,14 @@ void run_summary_json(FILE *f, const struct totals *t, const struct result *r)
 		"\"tipc_peers_full\":%llu},",
 		U(t->w.steered_out), U(t->w.sleeps), U(t->w.polls), U(t->w.tipc_peers_full));
 	fprintf(f,
-		"\"device\":{\"rx_no_buffer\":%llu,\"rx_dropped\":%llu,\"zero_len_descs\":%llu,"
+		"\"device\":{\"rx_no_buffer\":%llu,\"rx_dropped\":%llu,\"rx_outgoing\":%llu,"
+		"\"zero_len_descs\":%llu,"
 		"\"fault_lost\":%llu,\"fault_duplicated\":%llu,\"fault_reordered\":%llu,"
 		"\"pp_fast\":%llu,\"pp_slow\":%llu,\"pp_recycled\":%llu}",
-		U(t->dev.rx_no_buffer), U(t->dev.rx_dropped), U(t->dev.zero_len_descs),
-		U(t->dev.fault_lost), U(t->dev.fault_duplicated), U(t->dev.fault_reordered),
-		U(t->dev.pp_fast), U(t->dev.pp_slow), U(t->dev.pp_recycled));
+		U(t->dev.rx_no_buffer), U(t->dev.rx_dropped), U(t->dev.rx_outgoing),
+		U(t->dev.zero_len_descs), U(t->dev.fault_lost), U(t->dev.fault_duplicated),
+		U(t->dev.fault_reordered), U(t->dev.pp_fast), U(t->dev.pp_slow),
+		U(t->dev.pp_recycled));
 	if (r->ledger)
 		ledger_json(f, &r->acct);
 	fputs("}\n", f);

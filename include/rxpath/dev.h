@@ -67,6 +67,10 @@ struct rxp_dev_stats {
 	/* capture files: 1 when reading stopped at a cut or corrupt record
 	 * (what came before it was delivered; the device then ends) */
 	uint64_t rx_input_cut;
+	/* capture files: frames the capturing host sent (rxp_decap_outgoing:
+	 * a cooked capture's outgoing copies), skipped, as a live AF_PACKET
+	 * device does not receive them; not in rx_packets or rx_dropped */
+	uint64_t rx_outgoing;
 };
 
 /* How a capture of a device's frames is written (rxp_capture_wrap). */

@@ -177,6 +177,7 @@ struct pcapdev {
 	int dlt;
 	bool eof, cut;
 	uint64_t rx_packets, rx_bytes, dropped, tx_packets;
+	uint64_t outgoing; /* frames the capturing host sent: skipped */
 	uint64_t first_ns, last_ns;
 };
 
@@ -221,6 +222,11 @@ static int pcapdev_rx(struct rxp_dev *d, unsigned q, struct rxp_pkt **pkts, unsi
 			pd->eof = true;
 			break;
 		}
+		/* as a live AF_PACKET device, which does not receive them */
+		if (rxp_decap_outgoing((uint32_t)pd->dlt, data, h->caplen)) {
+			pd->outgoing++;
+			continue;
+		}
 		pkt = rxp_dev_frame_pkt(d->pp, (uint32_t)pd->dlt, data, h->caplen, &why);
 		if (!pkt) {
 			pd->dropped++;
@@ -263,6 +269,7 @@ static void pcapdev_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 	st->first_tstamp_ns = pd->first_ns;
 	st->last_tstamp_ns = pd->last_ns;
 	st->rx_input_cut += pd->cut;
+	st->rx_outgoing += pd->outgoing;
 }
 
 static uint64_t pcapdev_close(struct rxp_dev *d)

@@ -21,6 +21,7 @@
 #define MPLS_MAX_LABELS 16u
 #define NFULA_PAYLOAD 9u
 #define ARPHRD_NETLINK 824u
+#define PACKET_OUTGOING 4u /* a cooked capture's packet type: sent by the host */
 
 int dc_at_ip(struct rxp_decap *d, const struct dview *v, uint32_t off, uint8_t family)
 {
@@ -412,6 +413,16 @@ bool rxp_decap_linktype_known(uint32_t linktype)
 	default:
 		return false;
 	}
+}
+
+bool rxp_decap_outgoing(uint32_t linktype, const uint8_t *frame, uint32_t len)
+{
+	/* (the packet type: SLL's first two bytes, SLL2's eleventh byte) */
+	if (linktype == RXP_LINKTYPE_LINUX_SLL)
+		return len >= 16 && frame[0] == 0 && frame[1] == PACKET_OUTGOING;
+	if (linktype == RXP_LINKTYPE_LINUX_SLL2)
+		return len >= 20 && frame[10] == PACKET_OUTGOING;
+	return false;
 }
 
 int rxp_decap_link(struct rxp_decap *d, uint32_t linktype, const uint8_t *frame, uint32_t len)

@@ -214,6 +214,10 @@ static enum dfr_verdict fz_frame(struct rxp_defrag_table *t, const struct dfr_fr
 	*ip_off = 0;
 	if (f->dlt >= 0 && !rxp_decap_link(&d, (uint32_t)f->dlt, f->data, f->caplen))
 		*ip_off = d.ip_off;
+	/* (only a cooked capture says a frame went out, and reading it stays
+	 * inside the frame: ASan) */
+	FZ_CHECK(f->dlt < 0 || !rxp_decap_outgoing((uint32_t)f->dlt, f->data, f->caplen) ||
+		 f->dlt == RXP_LINKTYPE_LINUX_SLL || f->dlt == RXP_LINKTYPE_LINUX_SLL2);
 	rxp_defrag_get_counters(t, &k0);
 	dfr_frames_get_stats(cur, &s0);
 	v = dfr_frame_process(cur, t, f, f->ts_ns, &o);

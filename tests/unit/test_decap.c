@@ -251,6 +251,15 @@ static void test_link_types(void **state)
 	put16(f, 0x0800);
 	inner4(f);
 	expect(RXP_LINKTYPE_LINUX_SLL, f, (struct want){0, 16, 4, 1});
+	/* its packet type (bytes 0-1): received, then sent by the host */
+	assert_false(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL, f->b, f->n));
+	f->b[1] = 4;
+	assert_true(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL, f->b, f->n));
+	assert_false(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL, f->b, 15)); /* cut */
+	assert_false(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL2, f->b, f->n)); /* byte 10 */
+	assert_false(rxp_decap_outgoing(RXP_LINKTYPE_ETHERNET, f->b, f->n));
+	f->b[0] = 1;
+	assert_false(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL, f->b, f->n)); /* 0x104 */
 	f->n = 0;
 	put16(f, 0x86dd);
 	put16(f, 0);
@@ -261,6 +270,11 @@ static void test_link_types(void **state)
 	put(f, MAC, 8);
 	ip6udp(f, 10);
 	expect(RXP_LINKTYPE_LINUX_SLL2, f, (struct want){0, 20, 6, 1});
+	assert_false(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL2, f->b, f->n));
+	f->b[10] = 4; /* its packet type */
+	assert_true(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL2, f->b, f->n));
+	assert_false(rxp_decap_outgoing(RXP_LINKTYPE_LINUX_SLL2, f->b, 19));
+	expect(RXP_LINKTYPE_LINUX_SLL2, f, (struct want){0, 20, 6, 1}); /* read the same */
 
 	/* NULL in both byte orders, LOOP, with the BSDs' AF_INET6 values. */
 	f->n = 0;

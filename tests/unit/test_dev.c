@@ -678,7 +678,8 @@ static void write_link_pcap(const char *path, int dlt, const uint8_t *const *rec
 /* Link headers the device takes off (rxp_decap_link's): a Linux cooked
  * capture's IP under a VLAN tag, its ARP (not IP, its EtherType kept), a
  * record cut inside its header and one whose IP version is wrong (both
- * l2_bad_header), an empty one (pkt_too_small, as for any link); a PPP
+ * l2_bad_header), an empty one (pkt_too_small, as for any link), and a
+ * frame the capturing host sent (skipped, counted in rx_outgoing); a PPP
  * capture. A capture wrapper over it writes raw IP:
  * the ARP is counted as not IP, not written. */
 static void test_pcap_link_headers(void **state)
@@ -691,8 +692,9 @@ static void test_pcap_link_headers(void **state)
 	uint8_t arp[16 + 28] = {0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x08, 0x06, 0, 1};
 	uint8_t badver[16 + 40] = {0, 0, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x08, 0x00, 0x55};
 	uint8_t ppp[4 + 40] = {0xff, 0x03, 0x00, 0x21};
-	const uint8_t *recs[5] = {vlan_ip, arp, arp, badver, arp};
-	uint32_t lens[5] = {sizeof(vlan_ip), sizeof(arp), 10, sizeof(badver), 0};
+	uint8_t sent[sizeof(vlan_ip)];
+	const uint8_t *recs[6] = {vlan_ip, arp, arp, badver, arp, sent};
+	uint32_t lens[6] = {sizeof(vlan_ip), sizeof(arp), 10, sizeof(badver), 0, sizeof(sent)};
 	struct rxp_pktpool_stats ps;
 	struct rxp_dev_stats st;
 	struct rxp_pkt *pk[8];
@@ -706,7 +708,9 @@ static void test_pcap_link_headers(void **state)
 	close(fd);
 	memcpy(vlan_ip + 20, ip, 40);
 	memcpy(ppp + 4, ip, 40);
-	write_link_pcap(path, 113, recs, lens, 5);
+	memcpy(sent, vlan_ip, sizeof(sent));
+	sent[1] = 4; /* PACKET_OUTGOING */
+	write_link_pcap(path, 113, recs, lens, 6);
 	d = rxp_capture_wrap(rxp_pcap_open(path, pp), out, RXP_CAPTURE_RX);
 	assert_non_null(d);
 	assert_true(rxp_dev_is_raw_ip(d->inner));
@@ -724,6 +728,7 @@ static void test_pcap_link_headers(void **state)
 	rxp_pktpool_get_stats(pp, &ps);
 	assert_int_equal(st.rx_packets, 2);
 	assert_int_equal(st.rx_dropped, 3);
+	assert_int_equal(st.rx_outgoing, 1);
 	assert_int_equal(ps.drops[RXP_DROP_L2_MALFORMED], 2);
 	assert_int_equal(ps.drops[RXP_DROP_PKT_TOO_SMALL], 1); /* the empty one */
 	assert_int_equal(st.captured, 1);
