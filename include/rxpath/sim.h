@@ -102,7 +102,9 @@ struct rxp_src {
 	/* 0 and a frame; RXP_SRC_SKIPPED: a record it could make no frame of
 	 * (*len is why, an enum rxp_drop_reason: its link headers do not
 	 * parse, it is empty, or larger than a jumbo frame), which the sim NIC
-	 * counts as a drop and asks again; -EAGAIN: none this time (the sim
+	 * counts as a drop and asks again; RXP_SRC_OUTGOING: a frame the
+	 * capturing host sent (rxp_decap_outgoing), which no NIC receives:
+	 * counted (rx_outgoing), not offered; -EAGAIN: none this time (the sim
 	 * NIC asks again at its next poll); another negative errno: the
 	 * source's end or error. */
 	int (*next)(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t *len);
@@ -114,6 +116,7 @@ struct rxp_src {
 			enum rxp_drop_reason reason);
 };
 #define RXP_SRC_SKIPPED 1
+#define RXP_SRC_OUTGOING 2
 struct rxp_src *rxp_src_gen(const struct rxp_gen_config *cfg);
 /* Frames of a pcap/pcapng file; raw-IP frames get an Ethernet header. */
 struct rxp_src *rxp_src_pcap(const char *path);

@@ -359,6 +359,8 @@ static int src_pcap_next(struct rxp_src *s, uint8_t *buf, uint32_t cap, uint32_t
 	if (pcap_next_ex(sp->p, &h, &data) != 1)
 		return -ENODATA;
 	n = h->caplen;
+	if (rxp_decap_outgoing((uint32_t)sp->dlt, data, n))
+		return RXP_SRC_OUTGOING;
 	if (sp->kind != RXP_DEV_LINK_ETH) {
 		/* Give raw IP an Ethernet header: the NIC sees frames. */
 		uint16_t et = 0;

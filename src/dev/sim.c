@@ -29,6 +29,7 @@ struct simq {
 	uint64_t pending; /* frames written, not yet cleaned */
 	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes, offered;
 	uint64_t skipped; /* records the source made no frame of (queue 0) */
+	uint64_t outgoing; /* frames the capturing host sent (queue 0) */
 	uint8_t buf[RXP_GEN_FRAME_MAX + 64];
 };
 
@@ -54,8 +55,9 @@ static struct rxp_src *open_src(struct sim *s)
  * no more than *budget frames of other queues (SKIP_SPENT when they are
  * spent: the frames skipped are the other queues', nothing is lost); a
  * source's own error or end (negative) otherwise. A record the source made
- * no frame of is a drop of the reason it gives, counted by queue 0 alone
- * (every queue reads a source of its own). */
+ * no frame of is a drop of the reason it gives, and a frame the capturing
+ * host sent is skipped, each counted by queue 0 alone (every queue reads a
+ * source of its own). */
 #define SKIP_SPENT 2
 static int next_frame(struct sim *s, struct simq *sq, unsigned q, unsigned *budget)
 {
@@ -67,6 +69,10 @@ static int next_frame(struct sim *s, struct simq *sq, unsigned q, unsigned *budg
 				sq->skipped++;
 				rxp_pktpool_count_drop(s->dev.pp, (enum rxp_drop_reason)sq->len, 1);
 			}
+			continue;
+		}
+		if (rc == RXP_SRC_OUTGOING) {
+			sq->outgoing += q == 0;
 			continue;
 		}
 		if (rc)
@@ -186,6 +192,7 @@ static void sim_stats(struct rxp_dev *d, struct rxp_dev_stats *st)
 		st->rx_packets += sq->rx_packets;
 		st->rx_bytes += sq->rx_bytes;
 		st->rx_offered += sq->offered + sq->skipped; /* (skipped: dropped) */
+		st->rx_outgoing += sq->outgoing;
 		st->tx_packets += sq->tx_packets;
 		st->tx_bytes += sq->tx_bytes;
 		st->rx_no_buffer += r.rx_no_buffer;

@@ -132,21 +132,29 @@ profile() { # name, late, left, rxpath defrag options...
 }
 profile file $N 0
 profile kernel 0 $N --kernel
-# rxpath run --pcap on the same capture: the router's outgoing copies
-# (SLL2 packet type 4, as tshark reads them) are skipped and counted, as a
-# live AF_PACKET device does not receive them; every datagram is then
-# delivered once, with no duplicate and no queue left.
+# rxpath run on the same capture, through each of its three readers
+# (--pcap: libwiretap; --dev pcap: libpcap; the sim NIC's replay): the
+# router's outgoing copies (SLL2 packet type 4, as tshark reads them) are
+# skipped and counted, as a live AF_PACKET device does not receive them;
+# every datagram is then delivered once, with no duplicate and no queue
+# left.
 recs=$(capinfos -c -M "$T/any.pcap" 2>/dev/null | awk '/Number of packets/ {print $NF}')
 out=$(tshark -r "$T/any.pcap" -Y "sll.pkttype == 4" 2>/dev/null | wc -l)
-if "$RXPATH" run -q -w 1 --pcap "$T/any.pcap" --json >"$T/run.json" 2>"$T/run.err"; then
-	res=$(jf "$T/run.json" '" ".join(str(x) for x in (d["frames"], d["device"]["rx_outgoing"], d["datagrams"], sum(d["drops"].values()), d["reasm"]["ReasmFails"]))')
-	want="$((recs - out)) $out $N 0 0"
-	[ "$out" -gt 0 ] && [ "$res" = "$want" ] &&
-		echo "ok: run --pcap: $N datagrams once, $out outgoing copies skipped of $recs frames" ||
-		{ echo "FAIL: run --pcap: frames, outgoing, datagrams, drops, ReasmFails $res; want $want (outgoing > 0)"; cat "$T/run.json"; fail=1; }
-else
-	echo "FAIL: run --pcap: exit $?"; cat "$T/run.err"; fail=1
-fi
+k=0
+for input in "--pcap $T/any.pcap" "--dev pcap:$T/any.pcap" "--dev sim:replay=$T/any.pcap"; do
+	k=$((k + 1))
+	# (word splitting wanted: an option and its value; $T has no spaces)
+	# shellcheck disable=SC2086
+	if "$RXPATH" run -q -w 1 $input --json >"$T/run$k.json" 2>"$T/run$k.err"; then
+		res=$(jf "$T/run$k.json" '" ".join(str(x) for x in (d["frames"], d["device"]["rx_outgoing"], d["datagrams"], sum(d["drops"].values()), d["reasm"]["ReasmFails"]))')
+		want="$((recs - out)) $out $N 0 0"
+		[ "$out" -gt 0 ] && [ "$res" = "$want" ] &&
+			echo "ok: run ${input%% *} ${input#* }: $N datagrams once, $out outgoing copies skipped of $recs frames" ||
+			{ echo "FAIL: run $input: frames, outgoing, datagrams, drops, ReasmFails $res; want $want (outgoing > 0)"; cat "$T/run$k.json"; fail=1; }
+	else
+		echo "FAIL: run $input: exit $?"; cat "$T/run$k.err"; fail=1
+	fi
+done
 [ $fail -eq 0 ] && echo "defrag_router: all passed"
 rxpt_sanitizer_reports "$T" || fail=1
 exit $fail

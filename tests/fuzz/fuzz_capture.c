@@ -113,6 +113,7 @@ struct rec {
 	uint16_t et;
 	uint32_t l3; /* Ethernet: the network offset it must have, or 0 */
 	bool deep; /* Ethernet: IP found past the classifier (eth_model) */
+	bool out; /* a cooked record of a frame the capturing host sent */
 };
 
 static uint8_t file[FILEMAX];
@@ -250,6 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool ng = b0 & 1, ns = b0 & 4;
 	int kind = links[(b0 >> 3) & 7].kind, nidb = 0;
 	uint32_t lt0 = links[(b0 >> 3) & 7].lt, lt, min_snap = UINT32_MAX;
+	unsigned out_sure = 0, out_any = 0; /* records the host sent: uncut, all */
 	uint32_t tsmul[16];
 	int fd = memfd_create("fuzz.cap", 0);
 	char path[64];
@@ -432,6 +434,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r->deep = false;
 		if (kind == 0)
 			eth_model(file + r->off, r->caplen, &r->et, &r->l3, &r->deep);
+		/* a cooked record the capturing host sent: left out, counted */
+		r->out = kind == 2 && rxp_decap_outgoing(lt, file + r->off, r->caplen);
+		r->ok &= !r->out;
+		out_sure += r->out && r->caplen <= min_snap;
+		out_any += r->out;
 		r->may_drop = !r->ok || r->caplen > min_snap;
 	}
 
@@ -478,6 +485,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rxp_pkt_consume(p);
 		}
 	}
+	if (d) {
+		/* each skipped record the host sent counted, no other (one cut
+		 * by the snapshot length may no longer say it) */
+		struct rxp_dev_stats st;
+
+		rxp_dev_get_stats(d, &st);
+		FZ_CHECK(st.rx_outgoing <= out_any);
+		FZ_CHECK(st.rx_outgoing >= out_sure || st.rx_input_cut);
+	}
 	src = rxp_src_pcap(path);
 	FZ_CHECK(!d == !src);
 	if (d)
@@ -491,9 +507,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int rc = src->next(src, frame, sizeof(frame), &len);
 		const struct rec *r;
 
-		if (rc == RXP_SRC_SKIPPED) {
-			FZ_CHECK(len == RXP_DROP_L2_MALFORMED || len == RXP_DROP_PKT_TOO_SMALL ||
-				 len == RXP_DROP_PKT_TOO_BIG);
+		if (rc == RXP_SRC_SKIPPED || rc == RXP_SRC_OUTGOING) {
+			FZ_CHECK(rc == RXP_SRC_OUTGOING || len == RXP_DROP_L2_MALFORMED ||
+				 len == RXP_DROP_PKT_TOO_SMALL || len == RXP_DROP_PKT_TOO_BIG);
 			k--;
 			continue;
 		}

@@ -734,6 +734,21 @@ static void test_pcap_link_headers(void **state)
 	assert_int_equal(st.captured, 1);
 	assert_int_equal(st.capture_not_ip, 1);
 	assert_int_equal(rxp_dev_close(d), 0);
+	/* the sim NIC's replay source: the same records, the last one sent by
+	 * the host (said, for the sim to count, as no NIC receives it) */
+	{
+		static const int want[6] = {
+			0, 0, RXP_SRC_SKIPPED, RXP_SRC_SKIPPED, RXP_SRC_SKIPPED, RXP_SRC_OUTGOING};
+		struct rxp_src *src = rxp_src_pcap(path);
+		uint8_t frame[RXP_GEN_FRAME_MAX];
+		uint32_t flen;
+
+		assert_non_null(src);
+		for (unsigned i = 0; i < 6; i++)
+			assert_int_equal(src->next(src, frame, sizeof(frame), &flen), want[i]);
+		assert_int_equal(src->next(src, frame, sizeof(frame), &flen), -ENODATA);
+		src->close(src);
+	}
 
 	recs[0] = ppp;
 	lens[0] = sizeof(ppp);
