@@ -162,10 +162,11 @@ bool rxp_decap_linktype_known(uint32_t linktype);
 /* Whether a frame of link type linktype (len bytes at frame) says that the
  * capturing host sent it: a Linux cooked capture's (SLL, SLL2: tcpdump or
  * dumpcap -i any) packet type PACKET_OUTGOING. Such a frame is a copy of
- * one going out (on a router, each forwarded frame again; on loopback,
- * each packet before it comes back in), which a live AF_PACKET socket
- * that ignores outgoing frames, as rxpath's does, never receives. False
- * for every other link type and for a frame too short to say. */
+ * one going out (everything the host sends; on a router, each forwarded
+ * frame again), which a live AF_PACKET socket that ignores outgoing
+ * frames, as rxpath's does, never receives. (libpcap leaves loopback's
+ * outgoing copies out of an -i any capture itself.) False for every other
+ * link type and for a frame too short to say. */
 bool rxp_decap_outgoing(uint32_t linktype, const uint8_t *frame, uint32_t len);
 
 /* ip: the IP packet at d->ip_off, its whole length (len: what its header
